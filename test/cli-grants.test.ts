@@ -1,26 +1,18 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
+import { scratchDatabase } from './helpers/scratch.ts';
 import { runTessera as tessera } from './helpers/cli.ts';
 import { openStore } from '../src/store/open.ts';
 import { discover, OFFLINE_SCOPES, signIn, withRefresh } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('the tessera command: refresh-token clients and grants', () => {
-  let dir: string;
-  let env: Record<string, string>;
-  let database: string;
-
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'tessera-cli-grants-'));
-    database = join(dir, 'tessera.db');
-    env = { TESSERA_DATABASE: database };
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const scratch = scratchDatabase('tessera-cli-grants-');
+  const { env } = scratch;
 
   it('registers a device client for refresh tokens with --grant refresh_token', async () => {
     const result = await tessera(['client', 'add', '--name', 'TV', '--grant', 'device_code', '--grant', 'refresh_token', '--json'], env);
@@ -39,7 +31,7 @@ describe('the tessera command: refresh-token clients and grants', () => {
       (await tessera(['client', 'add', '--name', 'Living Room TV', '--grant', 'device_code', '--grant', 'refresh_token', '--json'], env)).stdout,
     ) as { client_id: string };
     assert.equal((await tessera(['user', 'add', '--username', 'ada', '--password-stdin'], env, 'a long enough password\n')).code, 0);
-    const store = await openStore(database);
+    const store = await openStore(scratch.database);
     const now = Date.now();
     try {
       const user = (await store.users.findByUsername('ada'))!;
@@ -109,21 +101,16 @@ describe('the tessera command: refresh-token clients and grants', () => {
 });
 
 describe('the tessera command beside a running server on the same database', () => {
-  let dir: string;
-  let database: string;
+  const scratch = scratchDatabase('tessera-cli-live-');
+  const { env } = scratch;
   let server: TestServer;
   let user: TestUser;
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'tessera-cli-live-'));
-    database = join(dir, 'tessera.db');
-    server = await startTestServer({ database });
+    server = await startTestServer({ database: scratch.database });
     user = await server.addUser({ username: 'ada' });
   });
-  after(async () => {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => server.close());
 
   /** What a client with tokens sees: whether its tokens still work, at the endpoints a client uses. */
   async function assertTokensDead(config: oidc.Configuration, tokens: oidc.TokenEndpointResponse, introspector: oidc.Configuration, refreshError: string) {
@@ -140,13 +127,13 @@ describe('the tessera command beside a running server on the same database', () 
   }
 
   it('keeps only a hash of a client secret: the secret is nowhere in the database files, yet authenticates the client', async () => {
-    const added = await tessera(['client', 'add', '--name', 'Printer', '--redirect-uri', REDIRECT_URI, '--json'], { TESSERA_DATABASE: database });
+    const added = await tessera(['client', 'add', '--name', 'Printer', '--redirect-uri', REDIRECT_URI, '--json'], env);
     assert.equal(added.code, 0, added.stderr);
     const { client_id: clientId, client_secret: secret } = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
-    const files = readdirSync(dir).filter((name) => name.startsWith('tessera.db'));
+    const files = readdirSync(scratch.dir).filter((name) => name.startsWith('tessera.db'));
     assert.ok(files.includes('tessera.db'));
     for (const name of files) {
-      const bytes = readFileSync(join(dir, name));
+      const bytes = readFileSync(join(scratch.dir, name));
       assert.equal(bytes.includes(secret), false, `the secret is stored in clear in ${name}`);
     }
     const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(secret), { execute: [oidc.allowInsecureRequests] });
@@ -162,12 +149,12 @@ describe('the tessera command beside a running server on the same database', () 
     const config = await discover(server, client);
     const tokens = await signIn(server, config, user, 'openid offline_access');
     assert.equal((await oidc.tokenIntrospection(config, tokens.access_token)).active, true);
-    const listed = JSON.parse((await tessera(['grant', 'list', '--username', 'ada', '--json'], { TESSERA_DATABASE: database })).stdout) as {
+    const listed = JSON.parse((await tessera(['grant', 'list', '--username', 'ada', '--json'], env)).stdout) as {
       grant_id: string;
       client_id: string;
     }[];
     const grant = listed.find((entry) => entry.client_id === client.clientId)!;
-    assert.equal((await tessera(['grant', 'revoke', grant.grant_id], { TESSERA_DATABASE: database })).code, 0);
+    assert.equal((await tessera(['grant', 'revoke', grant.grant_id], env)).code, 0);
     await assertTokensDead(config, tokens, config, 'invalid_grant');
   });
 
@@ -177,7 +164,7 @@ describe('the tessera command beside a running server on the same database', () 
     const tokens = await signIn(server, config, user, 'openid offline_access');
     const resourceServer = await discover(server, await server.addClient({ name: 'Resource Server' }));
     assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id)).sub, user.id, 'live before');
-    assert.equal((await tessera(['client', 'remove', client.clientId], { TESSERA_DATABASE: database })).code, 0);
+    assert.equal((await tessera(['client', 'remove', client.clientId], env)).code, 0);
     // The client is gone, so it cannot even authenticate (401 and a Basic challenge).
     await assert.rejects(
       oidc.refreshTokenGrant(config, tokens.refresh_token!),

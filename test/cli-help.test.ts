@@ -5,10 +5,9 @@
  * `user unlock` lifts a person's lockouts, as the lockout page tells them to ask for.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { scratchDatabase } from './helpers/scratch.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { signInQuery } from './helpers/fixtures.ts';
 import { text } from './helpers/device.ts';
@@ -23,13 +22,7 @@ function assertOneLine(result: { code: number; stderr: string }, pattern: RegExp
 }
 
 describe('tessera help and one-line mistakes', () => {
-  let dir: string;
-  let env: Record<string, string>;
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'tessera-cli-help-'));
-    env = { TESSERA_DATABASE: join(dir, 'tessera.db') };
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const { env } = scratchDatabase('tessera-cli-help-');
 
   it("shows every command with `tessera help`, and one group's with `tessera help user` or `tessera user --help`", async () => {
     const all = await runTessera(['help'], env);
@@ -121,20 +114,16 @@ describe('tessera help and one-line mistakes', () => {
 });
 
 describe('tessera user unlock', () => {
+  const scratch = scratchDatabase('tessera-unlock-');
   let server: TestServer;
   let query: URLSearchParams;
-  let dir: string;
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'tessera-unlock-'));
-    server = await startTestServer({ database: join(dir, 'tessera.db') });
+    server = await startTestServer({ database: scratch.database });
     const client = await server.addClient({ scopes: ['openid'] });
     query = await signInQuery(client);
   });
-  after(async () => {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => server.close());
 
   it('lifts a sign-in lockout that the lockout page told the person to ask for; an unknown user is one line', async () => {
     const user = await server.addUser({ username: 'locked_out' });
@@ -147,14 +136,14 @@ describe('tessera user unlock', () => {
     assert.equal(refused.status, 429);
     assert.match(text(refused), /Wait 15 minutes, then try again, or ask your administrator to unlock your account\./);
 
-    const unlocked = await runTessera(['user', 'unlock', 'Locked_Out'], { TESSERA_DATABASE: join(dir, 'tessera.db') });
+    const unlocked = await runTessera(['user', 'unlock', 'Locked_Out'], scratch.env);
     assert.equal(unlocked.code, 0, unlocked.stderr);
     assert.match(unlocked.stdout, /^Unlocked locked_out: cleared 2 counters of wrong passwords and codes \(1 refusing sign-in\)\.$/m);
     assert.equal((await browser.submit(page, '/login', { username: user.username, password: user.password })).status, 303);
-    const again = await runTessera(['user', 'unlock', 'locked_out'], { TESSERA_DATABASE: join(dir, 'tessera.db') });
+    const again = await runTessera(['user', 'unlock', 'locked_out'], scratch.env);
     assert.match(again.stdout, /^locked_out was not locked out/);
 
-    const nobody = await runTessera(['user', 'unlock', 'nobody'], { TESSERA_DATABASE: join(dir, 'tessera.db') });
+    const nobody = await runTessera(['user', 'unlock', 'nobody'], scratch.env);
     assert.equal(nobody.code, 1);
     assert.equal(nobody.stderr, 'tessera: no user named nobody\n');
   });

@@ -4,20 +4,12 @@
  * from standard input only and is never printed.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
+import { scratchDatabase } from './helpers/scratch.ts';
 import { runTessera } from './helpers/cli.ts';
 
 describe('tessera provider', () => {
-  let dir: string;
-  let env: Record<string, string>;
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'tessera-cli-providers-'));
-    env = { TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_ISSUER: 'https://id.example.com' };
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const { env } = scratchDatabase('tessera-cli-providers-', { TESSERA_ISSUER: 'https://id.example.com' });
 
   it('adds an OpenID provider with its secret from standard input, and prints the redirect URI to register', async () => {
     const added = await runTessera(

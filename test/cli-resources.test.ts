@@ -1,22 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { hashSecret } from '../src/core/crypto.ts';
 import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
+import { scratchDatabase } from './helpers/scratch.ts';
 import { runTessera as tessera } from './helpers/cli.ts';
 
 describe('the tessera command: API resources', () => {
-  let dir: string;
-  let env: Record<string, string>;
-
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'tessera-cli-resources-'));
-    env = { TESSERA_DATABASE: join(dir, 'tessera.db') };
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const { env } = scratchDatabase('tessera-cli-resources-');
 
   it('registers an API, prints its introspection secret once and keeps only its hash', async () => {
     const result = await tessera(

@@ -1,22 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { openStore } from '../src/store/open.ts';
+import { scratchDatabase } from './helpers/scratch.ts';
 import { runTessera as tessera } from './helpers/cli.ts';
 
 describe('the tessera command: passkey-only clients and second factors', () => {
-  let dir: string;
-  let env: Record<string, string>;
-  let database: string;
-
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'tessera-cli-2fa-'));
-    database = join(dir, 'tessera.db');
-    env = { TESSERA_DATABASE: database };
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const scratch = scratchDatabase('tessera-cli-2fa-');
+  const { env } = scratch;
 
   it('registers a client whose approvals need a passkey sign-in with --require-phishing-resistant', async () => {
     const result = await tessera(['client', 'add', '--name', 'Living Room TV', '--grant', 'device_code', '--require-phishing-resistant', '--json'], env);
@@ -27,7 +17,7 @@ describe('the tessera command: passkey-only clients and second factors', () => {
       require_phishing_resistant?: boolean;
     };
     assert.equal(plain.require_phishing_resistant, undefined, 'only said when set');
-    const store = await openStore(database);
+    const store = await openStore(scratch.database);
     try {
       assert.equal((await store.clients.get(registered.client_id))?.requirePhishingResistant, true);
     } finally {
@@ -48,7 +38,7 @@ describe('the tessera command: passkey-only clients and second factors', () => {
     const off = await tessera(['client', 'update', added.client_id, '--no-require-phishing-resistant', '--json'], env);
     assert.equal(off.code, 0, off.stderr);
     assert.equal((JSON.parse(off.stdout) as { require_phishing_resistant?: boolean }).require_phishing_resistant, undefined);
-    const store = await openStore(database);
+    const store = await openStore(scratch.database);
     try {
       assert.equal((await store.clients.get(added.client_id))?.requirePhishingResistant, undefined);
     } finally {
@@ -59,7 +49,7 @@ describe('the tessera command: passkey-only clients and second factors', () => {
   it("removes a user's passkeys, one-time codes and recovery codes with user reset-second-factor, and leaves others' alone", async () => {
     assert.equal((await tessera(['user', 'add', '--username', 'grace', '--password-stdin'], env, 'a long enough password\n')).code, 0);
     assert.equal((await tessera(['user', 'add', '--username', 'alan', '--password-stdin'], env, 'a long enough password\n')).code, 0);
-    let store = await openStore(database);
+    let store = await openStore(scratch.database);
     const now = Date.now();
     const passkey = (id: string, userId: string, name = 'Phone') => ({
       id,
@@ -118,7 +108,7 @@ describe('the tessera command: passkey-only clients and second factors', () => {
       result.stdout,
       'Removed 2 passkeys, one-time codes and recovery codes of grace. They sign in with their password until they set up a new one.\n',
     );
-    store = await openStore(database);
+    store = await openStore(scratch.database);
     try {
       assert.deepEqual(await store.passkeys.listForUser(grace), []);
       assert.equal(await store.totp.get(grace), null);

@@ -1,26 +1,20 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { decodeProtectedHeader } from 'jose';
 import { ManualClock } from '../src/core/clock.ts';
 import { openStore } from '../src/store/open.ts';
+import { scratchDatabase } from './helpers/scratch.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera, serveTessera, tessera } from './helpers/cli.ts';
 import { signInRaw } from './helpers/lifecycle.ts';
 import { startTestServer } from './helpers/server.ts';
 
 describe('the tessera command', () => {
-  let dir: string;
-  let env: Record<string, string>;
-
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'tessera-cli-'));
-    env = { TESSERA_DATABASE: join(dir, 'data', 'tessera.db') };
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  // In a directory that does not exist yet: the command makes it.
+  const scratch = scratchDatabase('tessera-cli-', {}, join('data', 'tessera.db'));
+  const { env } = scratch;
 
   it('registers a client and prints its id and secret once as JSON, nothing else on stdout', async () => {
     const result = await runTessera(
@@ -199,7 +193,7 @@ describe('the tessera command', () => {
 
   it('rotates keys: the server publishes the new keys at once, and signs new tokens with them only after the lead time', async () => {
     const clock = new ManualClock(Date.now());
-    const database = join(dir, 'rotate.db');
+    const database = join(scratch.dir, 'rotate.db');
     const server = await startTestServer({ clock, database, env: { TESSERA_KEY_LEAD_TIME: '600' } });
     try {
       const client = await server.addClient();
@@ -241,7 +235,7 @@ describe('the tessera command', () => {
   });
 
   it('hashes passwords at the production cost, argon2id m=46 MiB t=1 p=1, without TESSERA_PASSWORD_HASH (the real command)', async () => {
-    const database = join(dir, 'production-cost.db');
+    const database = join(scratch.dir, 'production-cost.db');
     const added = await tessera(
       ['user', 'add', '--username', 'grace', '--password-stdin'],
       { TESSERA_DATABASE: database, TESSERA_PASSWORD_HASH: '' },

@@ -1,5 +1,5 @@
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
-import type { ClientRecord, DeviceAuthorizationRecord, SsfStreamRecord } from '../../src/store/types.ts';
+import type { AuthorizationCodeRecord, ClientRecord, DeviceAuthorizationRecord, SsfStreamRecord } from '../../src/store/types.ts';
 
 /** A public client with every field at its default, but `overrides`: a record to store as it is. */
 export function publicClient(overrides: Partial<ClientRecord> & Pick<ClientRecord, 'id'>): ClientRecord {
@@ -30,6 +30,33 @@ export function publicClient(overrides: Partial<ClientRecord> & Pick<ClientRecor
 /** A public device client, as the SQLite-specific store tests register it. */
 export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): ClientRecord {
   return publicClient({ id, name: 'TV App', redirectUris: ['https://tv.example/callback'], grantTypes: [GRANT_DEVICE_CODE], createdAt });
+}
+
+/** An unused authorization code `hash` of `grant` (openid, PKCE), made at 1 January 2026 and live for ten minutes. */
+export function pendingCode(
+  hash: string,
+  grant: { readonly id: string; readonly clientId: string; readonly userId: string },
+  overrides: Partial<AuthorizationCodeRecord> = {},
+): AuthorizationCodeRecord {
+  const createdAt = Date.UTC(2026, 0, 1);
+  return {
+    hash,
+    clientId: grant.clientId,
+    userId: grant.userId,
+    grantId: grant.id,
+    redirectUri: 'https://tv.example/callback',
+    scope: ['openid'],
+    nonce: null,
+    codeChallenge: 'challenge',
+    sid: null,
+    authTime: createdAt,
+    createdAt,
+    expiresAt: createdAt + 10 * 60_000,
+    consumedAt: null,
+    dpopJkt: null,
+    idTokenClaims: [],
+    ...overrides,
+  };
 }
 
 /** A pending device authorization of `clientId`, made at T0 and live for ten minutes. */

@@ -14,7 +14,7 @@ import { newUserRecord, type Store } from '../../src/store/types.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema, postgresUrl as url, withAdmin } from '../helpers/postgres.ts';
 import { storeContract } from './contract.ts';
 import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
-import { pendingDevice } from './fixtures.ts';
+import { pendingCode, pendingDevice } from './fixtures.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
@@ -49,23 +49,7 @@ async function seed(store: Store) {
     revokedAt: null,
     device: null,
   } as const;
-  const code = {
-    hash: 'code-1',
-    clientId: client.id,
-    userId: user.id,
-    grantId: grant.id,
-    redirectUri: 'https://tv.example/callback',
-    scope: ['openid'],
-    nonce: null,
-    codeChallenge: 'challenge',
-    sid: null,
-    authTime: T0,
-    createdAt: T0,
-    expiresAt: T0 + 10 * MINUTE,
-    consumedAt: null,
-    dpopJkt: null,
-    idTokenClaims: [],
-  };
+  const code = pendingCode('code-1', grant);
   const device = pendingDevice(client.id, { deviceCodeHash: 'device-1', userCode: 'WDJBMJHT' });
   await store.clients.create(client);
   await store.users.create(user);

@@ -14,7 +14,7 @@ import { openSqliteStore, sqliteDialect } from '../../src/store/sqlite/store.ts'
 import { MissingReferenceError, newUserRecord, type Store } from '../../src/store/types.ts';
 import { storeContract } from './contract.ts';
 import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
-import { deviceClient, pendingDevice } from './fixtures.ts';
+import { deviceClient, pendingCode, pendingDevice } from './fixtures.ts';
 import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -52,23 +52,7 @@ async function seed(store: Store, id: string) {
     lastUsedAt: null,
     activeUntil: null,
   } as const;
-  const code = {
-    hash: `code-${id}`,
-    clientId: client.id,
-    userId: user.id,
-    grantId: grant.id,
-    redirectUri: 'https://tv.example/callback',
-    scope: ['openid'],
-    nonce: null,
-    codeChallenge: 'challenge',
-    sid: null,
-    authTime: T0,
-    createdAt: T0,
-    expiresAt: T0 + 10 * MINUTE,
-    consumedAt: null,
-    dpopJkt: null,
-    idTokenClaims: [],
-  };
+  const code = pendingCode(`code-${id}`, grant);
   const device = pendingDevice(client.id, {
     deviceCodeHash: `device-${id}`,
     userCode: `WDJB${id.slice(0, 4).toUpperCase().padEnd(4, 'X')}`,

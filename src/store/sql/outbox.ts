@@ -205,8 +205,8 @@ export function outboxStatements(d: Dialect): Record<OutboxStatementName, string
         AND ${wanted}
       ON CONFLICT DO NOTHING`;
     statements[`outbox.advance.${ck}`] = `
-      UPDATE ${cursor.table} SET outbox_written = :written, outbox_seq = :cursor, outbox_snapshot = :snapshot
-      WHERE id = :queue AND outbox_written <= :written AND outbox_seq <= :cursor`;
+      UPDATE ${cursor.table} SET outbox_written = :written, outbox_seq = ${d.greatest('outbox_seq', ':cursor')}, outbox_snapshot = :snapshot
+      WHERE id = :queue AND outbox_written <= :written`;
     // Past every event stored so far, without writing their rows (a stream disabled).
     statements[`outbox.skip.${ck}`] =
       `UPDATE ${cursor.table} SET outbox_seq = ${d.greatest('outbox_seq', NEW_QUEUE_SEQ)}, outbox_written = ${d.greatest('outbox_written', NEW_QUEUE_SEQ)} WHERE id = :queue`;

@@ -1,7 +1,9 @@
 /**
  * The outbox: every delivery Tessera owes someone, of three kinds, each in its own table of
- * rows written in the transaction of the event it announces (a trigger on `events` for webhooks
- * and Shared Signals streams, `MailStore.enqueue` for mail), and handed out by the same
+ * rows, owed from the transaction of the event it announces (for webhooks and Shared Signals
+ * streams, a row of `outbox_events` that a trigger on `events` writes, from which each webhook
+ * and stream writes its own rows past its cursor, before it claims, lists or counts them:
+ * ./sql/outbox.ts; for mail, `MailStore.enqueue`), and handed out by the same
  * statements whatever the kind (./sql/outbox.ts): claimed by one conditional UPDATE, leased,
  * settled only by the try that holds it, retried, given up as a dead letter, replayed.
  *

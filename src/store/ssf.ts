@@ -1,7 +1,8 @@
 /**
  * Shared Signals streams (SSF 1.0 §8) and their outbox: the same outbox as the webhooks'
- * (store/webhooks.ts), a second table of delivery rows written by a trigger on `events`
- * (migrations.ts, version 40) in the transaction of the event each announces. A stream is a
+ * (store/webhooks.ts), a second table of delivery rows, written past the stream's cursor from
+ * what each event owes, which a trigger on `events` writes in its transaction (migrations.ts,
+ * version 45). A stream is a
  * receiver's (a client with the scope `ssf:manage`); each of its deliveries is claimed by one
  * conditional UPDATE (push) or acknowledged by its receiver (poll, RFC 8936).
  */

@@ -76,6 +76,7 @@ export const postgresDialect: Dialect = {
   outboxHorizon: 'pg_snapshot_xmin(pg_current_snapshot())::text::bigint',
   outboxSnapshot: 'pg_current_snapshot()::text',
   outboxSeen: (seq, snapshot) => `pg_visible_in_snapshot(${seq}::text::xid8, CAST(${snapshot} AS pg_snapshot))`,
+  outboxRunning: (snapshot) => `SELECT x::text::bigint FROM pg_snapshot_xip(CAST(${snapshot} AS pg_snapshot)) AS x`,
   likeExact: (expression, pattern) => `(${expression} LIKE ${pattern} ESCAPE '\\')`,
   purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
     SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit FOR UPDATE SKIP LOCKED))`,

@@ -46,6 +46,8 @@ export interface Dialect {
   readonly outboxSnapshot: string;
   /** Whether the row of `outbox_events` at `seq` was committed as `snapshot` (an `outboxSnapshot`) saw it. */
   outboxSeen(seq: string, snapshot: string): string;
+  /** The rows of `outbox_events` whose transactions were still running as `snapshot` saw them, as a list of `seq` for IN (none in SQLite). */
+  outboxRunning(snapshot: string): string;
   /** A text expression compared by code point (SQLite's BINARY; PostgreSQL's "C" collation), not by the database's locale. */
   byCodePoint(expression: string): string;
   /**

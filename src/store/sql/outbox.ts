@@ -126,7 +126,7 @@ const TABLES: Readonly<Record<OutboxKind, OutboxTable>> = {
 };
 
 type Operation = 'due' | 'claim' | 'claimNext' | 'delivered' | 'failed' | 'release' | 'list' | 'replay' | 'count';
-type CursorOperation = 'backlog' | 'nth' | 'write' | 'advance' | 'skip' | 'queues';
+type CursorOperation = 'backlog' | 'nth' | 'write' | 'rewrite' | 'advance' | 'skip' | 'queues';
 export type CursorKind = 'webhook' | 'ssf';
 export type OutboxStatementName = `outbox.${Operation}.${OutboxKind}` | `outbox.${CursorOperation}.${CursorKind}` | 'outbox.events';
 
@@ -194,16 +194,19 @@ export function outboxStatements(d: Dialect): Record<OutboxStatementName, string
     statements[`outbox.nth.${ck}`] = `
       SELECT e.seq FROM ${cursor.table} q JOIN outbox_events e ON e.seq > :after
       WHERE q.id = :queue AND ${d.outboxSeen('e.seq', ':snapshot')} AND ${wanted} ORDER BY e.seq LIMIT 1 OFFSET :offset`;
-    // The rows of the events it wants past :after up to :bound, as the trigger wrote them
-    // before (queued when their event happened): those :snapshot saw and :before did not
-    // (when there was a reading before); a row written already stays as it is.
-    statements[`outbox.write.${ck}`] = `
+    // The rows of the events it wants past :after up to :bound that :snapshot saw committed,
+    // as the trigger wrote them before (queued when their event happened); a row written
+    // already stays as it is.
+    const write = (which: string) => `
       INSERT INTO ${table} (${queue}, event_id, event_at, state, attempts, queued_at, next_attempt_at)
       SELECT q.id, e.event_id, e.event_at, 'pending', 0, e.event_at, e.event_at
       FROM ${cursor.table} q JOIN outbox_events e ON e.seq > :after AND e.seq <= :bound
-      WHERE q.id = :queue AND ${d.outboxSeen('e.seq', ':snapshot')} AND (CAST(:before AS TEXT) IS NULL OR NOT ${d.outboxSeen('e.seq', ':before')})
-        AND ${wanted}
+      WHERE q.id = :queue AND ${which} AND ${d.outboxSeen('e.seq', ':snapshot')} AND ${wanted}
       ON CONFLICT DO NOTHING`;
+    statements[`outbox.write.${ck}`] = write('1 = 1');
+    // Those of them that the reading before (:before) saw still running: found by their
+    // transactions, however far back the oldest one running is.
+    statements[`outbox.rewrite.${ck}`] = write(`e.seq IN (${d.outboxRunning(':before')})`);
     statements[`outbox.advance.${ck}`] = `
       UPDATE ${cursor.table} SET outbox_written = :written, outbox_seq = ${d.greatest('outbox_seq', ':cursor')}, outbox_snapshot = :snapshot
       WHERE id = :queue AND outbox_written <= :written`;
@@ -318,12 +321,13 @@ export function outboxCursors(q: Runner<OutboxStatementName>): OutboxCursors {
     if (seen <= cursor || (cap !== null && Number(row['pending']) >= cap)) return;
     const snapshot = rows.textOrNull(row, 'snapshot');
     // What the reading before did not see: committed since, or still to come.
-    if (written > cursor) await q.changed(`outbox.write.${kind}`, { queue, after: cursor, bound: written, snapshot, before: rows.textOrNull(row, 'before') });
+    const before = rows.textOrNull(row, 'before');
+    if (written > cursor && before !== null) await q.changed(`outbox.rewrite.${kind}`, { queue, after: cursor, bound: written, snapshot, before });
     let after = Math.max(cursor, written);
     while (after < seen) {
       const nth = await q.one(`outbox.nth.${kind}`, { queue, after, offset: batch - 1, snapshot });
       const bound = nth === undefined ? seen : Number(nth['seq']);
-      await q.changed(`outbox.write.${kind}`, { queue, after, bound, snapshot, before: null });
+      await q.changed(`outbox.write.${kind}`, { queue, after, bound, snapshot });
       after = bound;
       if (cap !== null) break;
     }

@@ -46,6 +46,7 @@ export const sqliteDialect: Dialect = {
   outboxHorizon: '9223372036854775807',
   outboxSnapshot: 'NULL',
   outboxSeen: () => '1 = 1',
+  outboxRunning: () => 'SELECT NULL WHERE 0 = 1',
   likeExact: (expression, pattern, value, op) =>
     `(${expression} LIKE ${pattern} ESCAPE '\\' AND ${
       op === 'co'

@@ -8,7 +8,7 @@
  * A webhook's or a stream's delivery rows are written here, not in the event's transaction:
  * the event leaves one row in `outbox_events` (migrations.ts, version 45), and each queue
  * writes the rows of the events past its cursor that it wants, in commit order, then moves its
- * cursor past them (`catchUp`): before a claim, a batch at a time; before a list or a count,
+ * cursor past them (`outboxCursors`): before a claim, a batch at a time; before a list or a count,
  * all of them; before a stream's rules change, under the rules the events came under. Writing
  * a row twice is harmless (its key is the queue and the event, and a row stays until its event
  * is purged), so instances need not agree on who writes: the cursor only moves forward.
@@ -182,8 +182,9 @@ export function outboxStatements(d: Dialect): Record<OutboxStatementName, string
     if (cursor === undefined) continue;
     const ck = kind as CursorKind;
     const wanted = cursor.wanted(d);
-    // Where the queue stands: its cursor and how far its rows are written; its pending rows, up to :cap; the newest event
-    // every reader sees (the cursor goes no further), and the newest this one sees.
+    // Where the queue stands: its cursor, how far its rows are written and what the reading
+    // that wrote them saw; what this reading sees; its pending rows, up to :cap; the newest
+    // event every reader sees (the cursor goes no further), and the newest this one sees.
     statements[`outbox.backlog.${ck}`] = `
       SELECT q.outbox_seq AS cursor, q.outbox_written AS written, q.outbox_snapshot AS before, ${d.outboxSnapshot} AS snapshot,
         (SELECT COUNT(*) FROM (SELECT 1 FROM ${table} p WHERE p.${queue} = q.id AND p.state = 'pending' LIMIT :cap) p) AS pending,
@@ -294,9 +295,9 @@ const hasCursor = (kind: OutboxKind): kind is CursorKind => CURSOR_QUEUES[kind] 
 /** How a webhook's or a stream's queue writes the rows of the events past its cursor. */
 export interface OutboxCursors {
   /**
-   * Writes the rows of the queue's next events, when it has fewer than `limit` pending: those
-   * it wants among the events past its cursor up to the `limit`-th it wants (or every event
-   * there is, when fewer), and moves its cursor past them.
+   * Writes the rows of the queue's next events, when it has fewer than `limit` pending (at
+   * least FILL_BATCH): those it wants among the events past its cursor up to the `limit`-th
+   * it wants (or every event there is, when fewer), and moves its cursor past them.
    */
   fill(kind: CursorKind, queue: string, limit: number): Promise<void>;
   /** Writes the rows of every event past the cursor of the queue (of every queue of the kind, when null). */

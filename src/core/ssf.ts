@@ -3,9 +3,9 @@
  * transmits, CAEP 1.0 and RISC 1.0 ones, each the public face of some of the audit trail's own
  * types (core/events.ts), as the webhook types are (core/webhook-events.ts).
  *
- * The outbox trigger (store/migrations.ts, version 40) matches the same map in SQL, so that a
- * stream's delivery row is written in the transaction of the event it announces; the store
- * contract suite checks that the two agree type by type.
+ * The outbox trigger (store/migrations.ts, versions 40 and 45) matches the same map in SQL, so
+ * that what an event owes the streams is written in its transaction; the store contract suite
+ * checks that the two agree type by type.
  */
 import type { AuditEvent, EventType } from './events.ts';
 

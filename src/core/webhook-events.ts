@@ -4,9 +4,9 @@
  * keeps its precise names (`user.removed`, `client.registered`); a receiver is told what
  * happened in the words webhook receivers expect (`user.deleted`, `client.created`).
  *
- * The outbox trigger (store/migrations.ts, version 23) matches the same map in SQL, so that
- * the delivery row is written in the transaction of the event it announces; the store
- * contract suite checks that the two agree type by type.
+ * The outbox trigger (store/migrations.ts, versions 24 and 45) matches the same map in SQL,
+ * so that what an event owes the webhooks is written in its transaction; the store contract
+ * suite checks that the two agree type by type.
  */
 import type { EventType } from './events.ts';
 

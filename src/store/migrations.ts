@@ -1356,6 +1356,82 @@ const ssfSubjects: Migration = {
   ],
 };
 
+/**
+ * Version 45 (the outbox's cursors): an event no longer writes a delivery row for each webhook
+ * and stream that hears it, in its own transaction, but one row (`outbox_events`) saying what
+ * it is to each kind of queue: the webhook type it is heard as, its SSF event type, the stream
+ * a verification names, the person it is about. Each webhook and stream keeps a cursor
+ * (`outbox_seq`): how far along `outbox_events` its deliveries have been written, and
+ * `outbox_written`, which may be further (below). Its outbox
+ * (store/sql/outbox.ts) writes the delivery rows of the events past its cursor that it wants
+ * (the rules the versions 24, 40 and 44 triggers applied, read when they are written), a batch
+ * at a time, when they are about to be claimed, listed or counted, and when the stream's rules
+ * are about to change; the rows then go out, fail, die and are replayed as before.
+ *
+ * `seq` is the commit order the cursors read in. In SQLite, whose writers take turns, it is an
+ * AUTOINCREMENT key: a row committed later has a larger one, and none is used twice. In
+ * PostgreSQL, where transactions commit in any order, it is the id of the transaction that
+ * stored the event, and a queue reads only rows of transactions older than every one still
+ * running (`pg_snapshot_xmin`) before its cursor moves past them: a row it has not read
+ * cannot then appear behind its cursor. The rows of events committed past that point are
+ * written at once all the same (`outbox_written` says how far, `outbox_snapshot` which
+ * transactions that reading saw committed), and the rows between the cursor and there that it
+ * did not see are read again until the cursor catches up: a long transaction elsewhere delays
+ * nothing but the cursor, and no event is judged twice.
+ *
+ * The rows already written (pending, delivered, dead) stay as they are; the cursors start at 0,
+ * behind the first event stored after this version, since every event before it has its rows.
+ * An event purged from the audit trail takes its row with it, as it took its deliveries.
+ */
+const OUTBOX_EVENT_COLUMNS = 'event_id, event_at, user_id, webhook_type, ssf_type, ssf_stream';
+const outboxEventValues = (dialect: Dialect) => `NEW.id, NEW.at, NEW.user_id,
+  CASE WHEN ${WEBHOOK_SOURCE_TYPES} THEN (${WEBHOOK_TYPE_OF_EVENT}) END,
+  (${SSF_TYPE_OF_EVENT(dialect)}),
+  CASE WHEN NEW.type = 'ssf.verification' THEN ${detailText(dialect, 'stream_id')} END`;
+
+const outboxCursors: Migration = {
+  version: 45,
+  name: 'outbox cursors',
+  statements: [
+    (t, dialect) => `CREATE TABLE outbox_events (
+      ${dialect === 'postgres' ? 'seq bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint),' : 'seq INTEGER PRIMARY KEY AUTOINCREMENT,'}
+      event_id     ${t.text} NOT NULL ${dialect === 'postgres' ? 'PRIMARY KEY' : 'UNIQUE'} REFERENCES events (id) ON DELETE CASCADE,
+      event_at     ${t.time} NOT NULL,
+      user_id      ${t.text},
+      webhook_type ${t.text},
+      ssf_type     ${t.text},
+      ssf_stream   ${t.text}
+    )`,
+    (_, dialect) => (dialect === 'postgres' ? 'CREATE INDEX outbox_events_seq ON outbox_events (seq)' : null),
+    ...['webhooks', 'ssf_streams'].flatMap((table) => [
+      ...['outbox_seq', 'outbox_written'].map((column) => (t: ColumnTypes) => `ALTER TABLE ${table} ADD COLUMN ${column} ${t.time} NOT NULL DEFAULT 0`),
+      (t: ColumnTypes) => `ALTER TABLE ${table} ADD COLUMN outbox_snapshot ${t.text}`,
+    ]),
+    (_, dialect) => (dialect === 'postgres' ? 'DROP TRIGGER events_webhook_outbox ON events' : 'DROP TRIGGER events_webhook_outbox'),
+    (_, dialect) => (dialect === 'postgres' ? 'DROP TRIGGER events_ssf_outbox ON events' : 'DROP TRIGGER events_ssf_outbox'),
+    (_, dialect) => (dialect === 'postgres' ? 'DROP FUNCTION tessera_webhook_outbox()' : null),
+    (_, dialect) => (dialect === 'postgres' ? 'DROP FUNCTION tessera_ssf_outbox()' : null),
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? `CREATE FUNCTION tessera_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              INSERT INTO outbox_events (${OUTBOX_EVENT_COLUMNS}) VALUES (${outboxEventValues(dialect)});
+              RETURN NULL;
+            END
+          $$`
+        : null,
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? `CREATE TRIGGER events_outbox AFTER INSERT ON events
+            FOR EACH ROW WHEN (${WEBHOOK_SOURCE_TYPES} OR ${SSF_SOURCE_TYPES}) EXECUTE FUNCTION tessera_outbox()`
+        : `CREATE TRIGGER events_outbox AFTER INSERT ON events
+            WHEN ${WEBHOOK_SOURCE_TYPES} OR ${SSF_SOURCE_TYPES}
+            BEGIN
+              INSERT INTO outbox_events (${OUTBOX_EVENT_COLUMNS}) VALUES (${outboxEventValues(dialect)});
+            END`,
+  ],
+};
+
 /** Every migration, oldest first. */
 export const migrations: readonly Migration[] = [
   initial,
@@ -1397,4 +1473,5 @@ export const migrations: readonly Migration[] = [
   organizations,
   passkeySignUpsAndEmailChanges,
   ssfSubjects,
+  outboxCursors,
 ];

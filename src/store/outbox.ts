@@ -1,7 +1,9 @@
 /**
  * The outbox: every delivery Tessera owes someone, of three kinds, each in its own table of
- * rows written in the transaction of the event it announces (a trigger on `events` for webhooks
- * and Shared Signals streams, `MailStore.enqueue` for mail), and handed out by the same
+ * rows, owed from the transaction of the event it announces (for webhooks and Shared Signals
+ * streams, a row of `outbox_events` that a trigger on `events` writes, from which each webhook
+ * and stream writes its own rows past its cursor, before it claims, lists or counts them:
+ * ./sql/outbox.ts; for mail, `MailStore.enqueue`), and handed out by the same
  * statements whatever the kind (./sql/outbox.ts): claimed by one conditional UPDATE, leased,
  * settled only by the try that holds it, retried, given up as a dead letter, replayed.
  *
@@ -42,13 +44,17 @@ export interface OutboxFilter {
 export interface OutboxStore {
   /**
    * Queues whose oldest pending delivery is due at `now` and not leased (at most `limit`):
-   * webhooks; push streams that are enabled; messages.
+   * webhooks; push streams that are enabled; messages. A webhook or stream with none pending
+   * is due when an event has happened past its cursor (one it may not want: its claim then
+   * moves the cursor on).
    */
   due(kind: OutboxKind, now: number, limit: number): Promise<string[]>;
   /**
    * Claims up to `limit` of the queue's oldest pending deliveries, when the oldest is due and
    * nobody holds it: one conditional UPDATE, so that of several instances one wins. Each is
    * counted as tried and leased until `leaseUntil`. Oldest first; empty when nothing is due.
+   * A webhook's or stream's next deliveries are written first, when it has fewer than `limit`
+   * (at least a batch of 32) pending.
    */
   claim<K extends OutboxKind>(kind: K, queue: string, now: number, leaseUntil: number, limit: number): Promise<OutboxRecords[K][]>;
   /**
@@ -59,14 +65,14 @@ export interface OutboxStore {
   settle(kind: OutboxKind, queue: string, item: string, attempts: number, outcome: OutboxOutcome, now: number): Promise<DeliveryState | null>;
   /** Gives a claimed delivery back, uncounted, due at `now` (a server stopping, or one behind a failed try). */
   release(kind: OutboxKind, queue: string, item: string, attempts: number, now: number): Promise<void>;
-  /** Deliveries, newest first. */
+  /** Deliveries, newest first (every delivery owed so far written first). */
   list<K extends OutboxKind>(kind: K, filter: OutboxFilter): Promise<OutboxRecords[K][]>;
   /**
    * Dead letters (of a queue or of every queue; one, or all when `item` is null) made pending
    * again, with a new retry window from `now`; returns how many.
    */
   replay(kind: OutboxKind, queue: string | null, item: string | null, now: number): Promise<number>;
-  /** How many are pending and dead (the metrics' gauges). */
+  /** How many are pending and dead (the metrics' gauges; every delivery owed so far written first). */
   countByState(kind: OutboxKind): Promise<{ readonly pending: number; readonly dead: number }>;
   /** The events of the audit trail among `ids` (one read for a claimed batch); those purged are absent. */
   events(ids: readonly string[]): Promise<ReadonlyMap<string, AuditEvent>>;

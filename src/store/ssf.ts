@@ -1,7 +1,8 @@
 /**
  * Shared Signals streams (SSF 1.0 §8) and their outbox: the same outbox as the webhooks'
- * (store/webhooks.ts), a second table of delivery rows written by a trigger on `events`
- * (migrations.ts, version 40) in the transaction of the event each announces. A stream is a
+ * (store/webhooks.ts), a second table of delivery rows, written past the stream's cursor from
+ * what each event owes, which a trigger on `events` writes in its transaction (migrations.ts,
+ * version 45). A stream is a
  * receiver's (a client with the scope `ssf:manage`); each of its deliveries is claimed by one
  * conditional UPDATE (push) or acknowledged by its receiver (poll, RFC 8936).
  */
@@ -68,15 +69,24 @@ export interface SsfStore {
   listAllStreams(): Promise<SsfStreamRecord[]>;
   /** How many streams a receiver has. */
   countStreams(clientId: string): Promise<number>;
-  /** Writes every field of the stream but its id, receiver and creation; false when it is gone. */
+  /**
+   * Writes every field of the stream but its id, receiver and creation; false when it is gone.
+   * The deliveries of the events before it are written first, by what the stream heard then.
+   */
   saveStream(stream: SsfStreamRecord): Promise<boolean>;
   /** Removes it and its deliveries; false when there was none. */
   removeStream(id: string): Promise<boolean>;
-  /** Records a person added to the stream or removed from it (the last word stands); the outbox trigger reads it for each event after. */
+  /**
+   * Records a person added to the stream or removed from it (the last word stands), for the
+   * events after it: the deliveries of those before are written first.
+   */
   setSubject(subject: SsfSubjectRecord): Promise<void>;
   /** The people added to or removed from a stream. */
   subjects(streamId: string): Promise<SsfSubjectRecord[]>;
-  /** Forgets the stream's pending deliveries (it was disabled: SSF 1.0 §8.1.2 holds nothing for later); returns how many. */
+  /**
+   * Forgets the stream's pending deliveries, and the events stored so far whose deliveries it
+   * has not written (it was disabled: SSF 1.0 §8.1.2 holds nothing for later); returns how many.
+   */
   dropPending(streamId: string): Promise<number>;
   /** Push streams, enabled, whose oldest pending delivery is due at `now` and not leased (at most `limit`). */
   due(now: number, limit: number): Promise<string[]>;

@@ -1,7 +1,7 @@
 /**
- * Webhooks and their outbox. The outbox rows are written by a trigger on the events
- * table (migrations.ts, version 24), in the transaction of the event they announce; this store
- * sends nothing: it hands a delivery to whoever claims it (one conditional UPDATE, so each is
+ * Webhooks and their outbox. What an event owes the webhooks is written by a trigger on the
+ * events table, in the transaction of the event (migrations.ts, version 45); each webhook's
+ * delivery rows are written from there past its cursor (sql/outbox.ts). This store sends nothing: it hands a delivery to whoever claims it (one conditional UPDATE, so each is
  * sent by one instance at a time) and records how the try went.
  */
 import type { AuditEvent } from '../core/events.ts';

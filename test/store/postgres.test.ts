@@ -6,14 +6,18 @@
 
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import pg from 'pg';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { migrations } from '../../src/store/migrations.ts';
 import { openStore } from '../../src/store/open.ts';
+import { migratePostgres } from '../../src/store/postgres/migrate.ts';
 import { openPostgresStore } from '../../src/store/postgres/store.ts';
+import type { AuditEvent } from '../../src/core/events.ts';
 import { newUserRecord, type Store } from '../../src/store/types.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema, postgresUrl as url, withAdmin } from '../helpers/postgres.ts';
 import { storeContract } from './contract.ts';
 import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
+import { BEFORE_OUTBOX_CURSORS, checkOutboxCursorsUpgrade } from './outbox-upgrade.ts';
 import { pendingCode, pendingDevice } from './fixtures.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -67,6 +71,26 @@ describePostgres('PostgreSQL', () => {
     return {
       store,
       async cleanup() {
+        await store.close();
+        await dropSchema(schema);
+      },
+    };
+  });
+
+  // The outbox's cursors move only past transactions older than every one still running
+  // (migrations.ts, version 45): the same contract with one held open elsewhere all along.
+  storeContract('PostgreSQL store, beside a transaction held open', async () => {
+    const schema = newSchema();
+    const store = await openPostgresStore(url, { schema });
+    const held = new pg.Client({ connectionString: url });
+    await held.connect();
+    await held.query('BEGIN');
+    await held.query('SELECT pg_current_xact_id()');
+    return {
+      store,
+      async cleanup() {
+        await held.query('COMMIT');
+        await held.end();
         await store.close();
         await dropSchema(schema);
       },
@@ -140,6 +164,96 @@ describePostgres('PostgreSQL', () => {
             for (const statement of statements) await client.query(statement);
           }),
       );
+    });
+
+    it("keeps the deliveries the triggers wrote across the upgrade to the outbox's cursors, and sends the pending ones first, each once", async () => {
+      const schema = fresh();
+      await checkOutboxCursorsUpgrade(
+        async () => {
+          const pool = new pg.Pool({ connectionString: url, options: `-c search_path=${schema}` });
+          try {
+            await migratePostgres(pool, schema, BEFORE_OUTBOX_CURSORS);
+          } finally {
+            await pool.end();
+          }
+        },
+        (statements) =>
+          withAdmin(async (client) => {
+            await client.query(`SET search_path TO ${client.escapeIdentifier(schema)}`);
+            for (const statement of statements) await client.query(statement);
+          }),
+        (values) => `ARRAY[${values.map((value) => `'${value}'`).join(', ')}]::text[]`,
+        () => openPostgresStore(url, { schema }),
+      );
+    });
+
+    it('sends a webhook each event once from two stores that race for its queue, an event whose transaction commits late included', async () => {
+      const schema = fresh();
+      const [holder, a, b] = [await openPostgresStore(url, { schema }), await openPostgresStore(url, { schema }), await openPostgresStore(url, { schema })];
+      try {
+        await a.webhooks.create({
+          id: 'hook-1',
+          url: 'https://hooks.example.com/in',
+          events: ['grant.revoked'],
+          secret: {},
+          previousSecret: null,
+          previousSecretExpiresAt: null,
+          addedByOwner: true,
+          createdAt: T0,
+          updatedAt: T0,
+        });
+        const event = (id: string, at: number): AuditEvent => ({
+          id,
+          type: 'grant.revoked',
+          at,
+          userId: 'user-1',
+          username: 'ada',
+          clientId: null,
+          grantId: null,
+          ip: null,
+          userAgent: null,
+          detail: {},
+        });
+        // A transaction that stores an event, then stays open while later ones are stored and sent.
+        let commit!: () => void;
+        const held = new Promise<void>((resolve) => (commit = resolve));
+        let stored!: () => void;
+        const inside = new Promise<void>((resolve) => (stored = resolve));
+        const late = holder.transaction(async (tx) => {
+          await tx.events.add(event('late', T0 + 1));
+          stored();
+          await held;
+        });
+        await inside;
+        for (let i = 0; i < 20; i += 1) await (i % 2 === 0 ? a : b).events.add(event(`event-${i}`, T0 + 2 + i));
+        const claimed: string[] = [];
+        const drain = async (store: Store) => {
+          for (;;) {
+            const batch = await store.outbox.claim('webhook', 'hook-1', T0 + MINUTE, T0 + 2 * MINUTE, 3);
+            if (batch.length === 0) return;
+            for (const delivery of batch) {
+              claimed.push(delivery.eventId);
+              await store.outbox.settle('webhook', 'hook-1', delivery.eventId, delivery.attempts, { kind: 'delivered', status: 204 }, T0 + MINUTE);
+            }
+          }
+        };
+        await Promise.all([drain(a), drain(b)]);
+        assert.deepEqual(
+          claimed,
+          Array.from({ length: 20 }, (_, i) => `event-${i}`),
+          'each once, in order, the uncommitted one not yet',
+        );
+        commit();
+        await late;
+        await Promise.all([drain(a), drain(b)]);
+        assert.deepEqual(claimed.slice(20), ['late'], 'committed behind the cursor, and still sent, once');
+        assert.deepEqual(
+          (await a.webhooks.deliveries('hook-1', { limit: 100 })).filter((delivery) => delivery.state !== 'delivered'),
+          [],
+        );
+      } finally {
+        for (const store of [holder, a, b]) await store.close();
+      }
     });
 
     it('refuses a database that a newer version has migrated', async () => {

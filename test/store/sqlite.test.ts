@@ -10,10 +10,12 @@ import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { migrations } from '../../src/store/migrations.ts';
 import { composeSearch, groupSearchTable, userSearchTable } from '../../src/store/sql/scim-search.ts';
 import { statements } from '../../src/store/sql/statements.ts';
+import { migrateSqlite } from '../../src/store/sqlite/migrate.ts';
 import { openSqliteStore, sqliteDialect } from '../../src/store/sqlite/store.ts';
 import { MissingReferenceError, newUserRecord, type Store } from '../../src/store/types.ts';
 import { storeContract } from './contract.ts';
 import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
+import { BEFORE_OUTBOX_CURSORS, checkOutboxCursorsUpgrade } from './outbox-upgrade.ts';
 import { deviceClient, pendingCode, pendingDevice } from './fixtures.ts';
 import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
 
@@ -119,6 +121,31 @@ describe('SQLite file shared by restarts, processes and threads', () => {
           db.close();
         }
       },
+    );
+  });
+
+  it("keeps the deliveries the triggers wrote across the upgrade to the outbox's cursors, and sends the pending ones first, each once", async () => {
+    const path = join(dir, 'outbox-cursors.db');
+    const exec = async (statements: readonly string[]) => {
+      const db = new DatabaseSync(path);
+      try {
+        for (const statement of statements) db.exec(statement);
+      } finally {
+        db.close();
+      }
+    };
+    await checkOutboxCursorsUpgrade(
+      async () => {
+        const db = new DatabaseSync(path);
+        try {
+          migrateSqlite(db, BEFORE_OUTBOX_CURSORS);
+        } finally {
+          db.close();
+        }
+      },
+      exec,
+      (values) => `'${JSON.stringify(values)}'`,
+      async () => openSqliteStore(path),
     );
   });
 

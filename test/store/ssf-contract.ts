@@ -144,6 +144,44 @@ export function ssfContract({ store: current, unique, givenClient }: SsfContract
       assert.deepEqual(await store.ssf.subjects(none.id), [], 'its subjects go with the stream');
     });
 
+    it('keeps what comes while a stream is paused, drops what comes while it is disabled (SSF 1.0 §8.1.2), and judges each event by the rules it came under', async () => {
+      const store = current();
+      const made = await stream([SSF_EVENTS.ACCOUNT_DISABLED, SSF_EVENTS.ACCOUNT_ENABLED], { status: 'paused' });
+      await store.ssf.createStream(made);
+      const about = (type: EventType, userId: string, at: number) => ({ ...event(type, at), userId });
+      const kept = about('user.disabled', 'ada', T0 + 1);
+      const bobs = about('user.enabled', 'bob', T0 + 2);
+      await store.events.add(kept);
+      await store.events.add(bobs);
+      // Changed while paused: bob removed, and the stream no longer asks for account-enabled.
+      await store.ssf.setSubject({ streamId: made.id, userId: 'bob', state: 'removed', verified: true, updatedAt: T0 + 3 });
+      const narrowed = { ...made, eventsRequested: [SSF_EVENTS.ACCOUNT_DISABLED], eventsDelivered: [SSF_EVENTS.ACCOUNT_DISABLED], updatedAt: T0 + 3 };
+      assert.equal(await store.ssf.saveStream(narrowed), true);
+      assert.equal(await store.ssf.saveStream({ ...narrowed, status: 'enabled', updatedAt: T0 + 4 }), true);
+      assert.deepEqual(await delivered(made.id), [kept.id, bobs.id], 'what came while paused, as the stream was then');
+      const claimed = await store.outbox.claim('ssf', made.id, T0 + 10, T0 + 100, 10);
+      assert.deepEqual(
+        claimed.map((d) => d.eventId),
+        [kept.id, bobs.id],
+      );
+      for (const d of claimed) await store.outbox.settle('ssf', made.id, d.eventId, d.attempts, { kind: 'delivered', status: 202 }, T0 + 11);
+      // Disabled: what comes is dropped, and stays dropped once enabled again.
+      assert.equal(await store.ssf.saveStream({ ...narrowed, status: 'disabled', updatedAt: T0 + 12 }), true);
+      await store.ssf.dropPending(made.id);
+      const dropped = about('user.disabled', 'cyd', T0 + 13);
+      await store.events.add(dropped);
+      assert.equal(await store.ssf.saveStream({ ...narrowed, status: 'enabled', updatedAt: T0 + 14 }), true);
+      const after = about('user.disabled', 'dee', T0 + 15);
+      await store.events.add(after);
+      assert.deepEqual(
+        (await store.outbox.claim('ssf', made.id, T0 + 20, T0 + 100, 10)).map((d) => d.eventId),
+        [after.id],
+        'nothing of what came while disabled',
+      );
+      assert.deepEqual(await delivered(made.id), [kept.id, bobs.id, after.id]);
+      await store.ssf.removeStream(made.id);
+    });
+
     it("claims a stream's oldest deliveries in one batch, in order; a head that failed before alone; none while one is held", async () => {
       const store = current();
       const made = await stream([SSF_EVENTS.ACCOUNT_DISABLED]);

@@ -177,6 +177,35 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
       await store.webhooks.remove(hook.id);
     });
 
+    it('sends a replayed dead letter before the events still waiting behind it, in the order of their events', async () => {
+      const store = current();
+      const hook = webhook(['grant.revoked']);
+      await store.webhooks.create(hook);
+      const [lost, next, later, last] = [1, 2, 3, 4].map((offset) => event('grant.revoked', T0 + offset));
+      for (const added of [lost, next, later, last]) await store.events.add(added!);
+      const failed = { kind: 'failed', status: 500, error: 'answered 500', nextAttemptAt: T0 + 2 * SECOND, deadBefore: T0 + SECOND } as const;
+      const head = await store.outbox.claim('webhook', hook.id, T0 + SECOND, T0 + 30 * SECOND, 1);
+      assert.deepEqual(
+        head.map((d) => d.eventId),
+        [lost!.id],
+      );
+      assert.equal(await store.outbox.settle('webhook', hook.id, lost!.id, 1, failed, T0 + SECOND), 'dead');
+      const [sent] = await store.outbox.claim('webhook', hook.id, T0 + SECOND, T0 + 30 * SECOND, 1);
+      assert.equal(sent?.eventId, next!.id, 'the dead letter holds nothing back');
+      assert.equal(await store.outbox.settle('webhook', hook.id, next!.id, 1, { kind: 'delivered', status: 204 }, T0 + SECOND), 'delivered');
+      assert.equal(await store.outbox.replay('webhook', hook.id, lost!.id, T0 + 2 * SECOND), 1);
+      assert.deepEqual(
+        (await store.outbox.claim('webhook', hook.id, T0 + 2 * SECOND, T0 + 30 * SECOND, 10)).map((d) => [d.eventId, d.attempts]),
+        [
+          [lost!.id, 1],
+          [later!.id, 1],
+          [last!.id, 1],
+        ],
+        'the replayed letter first, then the rest, each once',
+      );
+      await store.webhooks.remove(hook.id);
+    });
+
     it('gives a delivery up once its retry window has passed, and replays dead letters', async () => {
       const store = current();
       const hook = webhook(['grant.revoked']);

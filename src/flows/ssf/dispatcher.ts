@@ -1,6 +1,7 @@
 /**
  * Pushes Security Event Tokens to the streams that asked for push delivery (RFC 8935), from
- * the outbox the trigger on `events` fills (store/migrations.ts, version 40), through the
+ * the outbox (each stream's deliveries, owed from each event's transaction: store/migrations.ts,
+ * version 45, and store/sql/outbox.ts), through the
  * outbox's worker (flows/outbox/worker.ts), which claims, leases, retries and gives up as for
  * webhooks. What is a stream's own is here: a stream is a queue (its SETs go out in event
  * order; a receiver that is slow, down or failing holds back only its own), a paused or

@@ -315,7 +315,7 @@ export async function setStreamStatus(deps: StreamDeps, receiver: string, raw: u
 
 /**
  * §8.1.4.2 Triggering a Verification Event: recorded as `ssf.verification`, which the outbox
- * trigger queues for this stream alone; it is then sent as any other SET (pushed, or returned
+ * owes this stream alone; it is then sent as any other SET (pushed, or returned
  * to the next poll). `state` is echoed in the event.
  */
 export async function verifyStream(deps: StreamDeps, receiver: string, raw: unknown): Promise<void> {

@@ -1,6 +1,6 @@
 /**
- * Sends webhooks' messages: the delivery rows the trigger on `events` wrote, in the
- * transaction of each event (store/migrations.ts, version 24), through the outbox's worker
+ * Sends webhooks' messages: the deliveries each event owes from its transaction (the trigger on
+ * `events`, store/migrations.ts, version 45, and each webhook's cursor), through the outbox's worker
  * (flows/outbox/worker.ts), which claims, leases, retries and gives up as for every kind. What
  * is a webhook's own is here: a webhook is a queue (its messages go out one after another in
  * the order of their events, and a receiver that is slow, down or failing holds back only its

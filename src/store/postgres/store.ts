@@ -72,6 +72,11 @@ export const postgresDialect: Dialect = {
     `(SELECT e->>'${member}' AS v FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${column}->'${key}') = 'array' THEN ${column}->'${key}' ELSE '[]'::jsonb END) e)`,
   byCodePoint: (expression) => `(${expression}) COLLATE "C"`,
   inList: (expression, parameter) => `${expression} = ANY (${parameter}::text[])`,
+  listHas: (column, expression) => `${expression} = ANY (${column})`,
+  outboxHorizon: 'pg_snapshot_xmin(pg_current_snapshot())::text::bigint',
+  outboxSnapshot: 'pg_current_snapshot()::text',
+  outboxSeen: (seq, snapshot) => `pg_visible_in_snapshot(${seq}::text::xid8, CAST(${snapshot} AS pg_snapshot))`,
+  outboxRunning: (snapshot) => `SELECT x::text::bigint FROM pg_snapshot_xip(CAST(${snapshot} AS pg_snapshot)) AS x`,
   likeExact: (expression, pattern) => `(${expression} LIKE ${pattern} ESCAPE '\\')`,
   purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
     SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit FOR UPDATE SKIP LOCKED))`,

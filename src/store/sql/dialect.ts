@@ -34,6 +34,20 @@ export interface Dialect {
   jsonMembers(column: string, key: string, member: string): string;
   /** Whether `expression` is one of the strings of the list parameter `parameter` (bound with `list`). */
   inList(expression: string, parameter: string): string;
+  /** Whether `expression` is one of the strings of the list column `column`. */
+  listHas(column: string, expression: string): string;
+  /**
+   * The `outbox_events.seq` below which every row there is committed, and so seen by whoever
+   * reads now (migrations.ts, version 45): none waits in SQLite, whose writers take turns; in
+   * PostgreSQL, the oldest transaction still running.
+   */
+  readonly outboxHorizon: string;
+  /** What the reader sees of `outbox_events` now, as text (null in SQLite, where nothing committed is unseen). */
+  readonly outboxSnapshot: string;
+  /** Whether the row of `outbox_events` at `seq` was committed as `snapshot` (an `outboxSnapshot`) saw it. */
+  outboxSeen(seq: string, snapshot: string): string;
+  /** The rows of `outbox_events` whose transactions were still running as `snapshot` saw them, as a list of `seq` for IN (none in SQLite). */
+  outboxRunning(snapshot: string): string;
   /** A text expression compared by code point (SQLite's BINARY; PostgreSQL's "C" collation), not by the database's locale. */
   byCodePoint(expression: string): string;
   /**

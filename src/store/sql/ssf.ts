@@ -1,8 +1,10 @@
 /**
  * Shared Signals streams and their deliveries (`../ssf.ts`): statements written once, and the
- * store over a driver's `Runner`. The delivery rows are inserted by the trigger on `events`
- * (migrations.ts, version 40), never here; they are claimed, settled and released as the
- * webhooks' are (./webhooks.ts), and acknowledged by a polling receiver.
+ * store over a driver's `Runner`. The delivery rows are written by the outbox (./outbox.ts)
+ * from the events past the stream's cursor, which starts at its creation; they are claimed,
+ * settled and released as the webhooks' are (./webhooks.ts), and acknowledged by a polling
+ * receiver. A change to what a stream hears (its status, events, subjects) first writes the
+ * rows of the events before it, under the rules they came under.
  */
 import { DEFAULT_SUBJECTS, DELIVERY_POLL, DELIVERY_PUSH, STREAM_STATUSES, SUBJECT_FORMATS } from '../../core/ssf.ts';
 import * as rows from '../rows.ts';
@@ -11,15 +13,15 @@ import type { Stores } from '../types.ts';
 import { DuplicateError } from '../errors.ts';
 import type { SsfStreamRecord } from '../ssf.ts';
 import type { Dialect, Runner } from './dialect.ts';
-import { outboxStore, ssfDeliveryFromRow, type OutboxStatementName } from './outbox.ts';
+import { NEW_QUEUE_SEQ, outboxCursors, outboxStore, ssfDeliveryFromRow, type OutboxStatementName } from './outbox.ts';
 
 /** The statements, by name, in `d`'s SQL. */
 export function ssfStatements(_d: Dialect) {
   const delivery = 'stream_id = :streamId AND event_id = :eventId';
   return {
     insertSsfStream: `
-      INSERT INTO ssf_streams (id, client_id, audience, events_requested, events_delivered, delivery_method, endpoint_url, authorization_header, format, default_subjects, description, status, reason, created_at, updated_at)
-      VALUES (:id, :clientId, :audience, :eventsRequested, :eventsDelivered, :deliveryMethod, :endpointUrl, :authorizationHeader, :format, :defaultSubjects, :description, :status, :reason, :createdAt, :updatedAt)
+      INSERT INTO ssf_streams (id, client_id, audience, events_requested, events_delivered, delivery_method, endpoint_url, authorization_header, format, default_subjects, description, status, reason, created_at, updated_at, outbox_seq, outbox_written)
+      VALUES (:id, :clientId, :audience, :eventsRequested, :eventsDelivered, :deliveryMethod, :endpointUrl, :authorizationHeader, :format, :defaultSubjects, :description, :status, :reason, :createdAt, :updatedAt, ${NEW_QUEUE_SEQ}, ${NEW_QUEUE_SEQ})
       ON CONFLICT DO NOTHING`,
     getSsfStream: 'SELECT * FROM ssf_streams WHERE id = :id',
     listSsfStreams: 'SELECT * FROM ssf_streams WHERE client_id = :clientId ORDER BY created_at, id',
@@ -75,6 +77,7 @@ function streamFromRow(row: Row, read: ColumnReader): SsfStreamRecord {
 export function ssfStores(d: Dialect, q: Runner<keyof ReturnType<typeof ssfStatements> | OutboxStatementName>): Pick<Stores, 'ssf'> {
   const { read } = d;
   const outbox = outboxStore(d, q);
+  const cursors = outboxCursors(q);
   const streamParams = (stream: SsfStreamRecord) => ({
     id: stream.id,
     audience: d.list(stream.audience),
@@ -107,16 +110,21 @@ export function ssfStores(d: Dialect, q: Runner<keyof ReturnType<typeof ssfState
       listStreams: async (clientId) => (await q.all('listSsfStreams', { clientId })).map((row) => streamFromRow(row, read)),
       listAllStreams: async () => (await q.all('listAllSsfStreams')).map((row) => streamFromRow(row, read)),
       countStreams: async (clientId) => Number((await q.one('countSsfStreams', { clientId }))?.['count'] ?? 0),
-      saveStream: async (stream) => (await q.changed('saveSsfStream', streamParams(stream))) > 0,
+      saveStream: async (stream) => {
+        await cursors.catchUp('ssf', stream.id);
+        return (await q.changed('saveSsfStream', streamParams(stream))) > 0;
+      },
       removeStream: async (id) => (await q.changed('removeSsfStream', { id })) > 0,
-      setSubject: async (subject) =>
-        void (await q.changed('setSsfSubject', {
+      setSubject: async (subject) => {
+        await cursors.catchUp('ssf', subject.streamId);
+        await q.changed('setSsfSubject', {
           streamId: subject.streamId,
           userId: subject.userId,
           state: subject.state,
           verified: d.flag(subject.verified),
           updatedAt: subject.updatedAt,
-        })),
+        });
+      },
       subjects: async (streamId) =>
         (await q.all('listSsfSubjects', { streamId })).map((row) => ({
           streamId: rows.text(row, 'stream_id'),
@@ -125,13 +133,19 @@ export function ssfStores(d: Dialect, q: Runner<keyof ReturnType<typeof ssfState
           verified: read.boolean(row, 'verified'),
           updatedAt: rows.integer(row, 'updated_at'),
         })),
-      dropPending: (streamId) => q.changed('dropPendingSsf', { streamId }),
+      dropPending: async (streamId) => {
+        await cursors.skip('ssf', streamId);
+        return q.changed('dropPendingSsf', { streamId });
+      },
       due: (now, limit) => outbox.due('ssf', now, limit),
       claim: async (streamId, now, leaseUntil) => (await outbox.claim('ssf', streamId, now, leaseUntil, 1))[0] ?? null,
       event: async (eventId) => (await outbox.events([eventId])).get(eventId) ?? null,
       settle: (streamId, eventId, attempts, outcome, now) => outbox.settle('ssf', streamId, eventId, attempts, outcome, now),
       release: (streamId, eventId, attempts, now) => outbox.release('ssf', streamId, eventId, attempts, now),
-      pending: async (streamId, limit) => (await q.all('pendingSsfDeliveries', { streamId, limit })).map(ssfDeliveryFromRow),
+      pending: async (streamId, limit) => {
+        await cursors.catchUp('ssf', streamId);
+        return (await q.all('pendingSsfDeliveries', { streamId, limit })).map(ssfDeliveryFromRow);
+      },
       acknowledge: async (streamId, eventIds, now) => {
         let count = 0;
         for (const eventId of new Set(eventIds)) count += await q.changed('acknowledgeSsfDelivery', { streamId, eventId, now });

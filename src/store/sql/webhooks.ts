@@ -1,7 +1,7 @@
 /**
  * Webhooks and their deliveries (`../webhooks.ts`): statements written once, and the store
- * over a driver's `Runner`. The delivery rows themselves are inserted by the trigger on
- * `events` (migrations.ts, version 23), never here.
+ * over a driver's `Runner`. The delivery rows themselves are written by the outbox
+ * (./outbox.ts) from the events past the webhook's cursor, which starts at its creation.
  */
 import * as rows from '../rows.ts';
 import type { ColumnReader, Row } from '../rows.ts';
@@ -9,14 +9,14 @@ import type { Stores } from '../types.ts';
 import { DuplicateError } from '../errors.ts';
 import type { DeliveryState, WebhookRecord } from '../webhooks.ts';
 import type { Dialect, Runner } from './dialect.ts';
-import { outboxStore, type OutboxStatementName } from './outbox.ts';
+import { NEW_QUEUE_SEQ, outboxCursors, outboxStore, type OutboxStatementName } from './outbox.ts';
 
 /** The statements, by name, in `d`'s SQL. */
 export function webhooksStatements(_d: Dialect) {
   return {
     insertWebhook: `
-      INSERT INTO webhooks (id, url, events, secret, previous_secret, previous_secret_expires_at, added_by_owner, created_at, updated_at)
-      VALUES (:id, :url, :events, :secret, :previousSecret, :previousSecretExpiresAt, :addedByOwner, :createdAt, :updatedAt)
+      INSERT INTO webhooks (id, url, events, secret, previous_secret, previous_secret_expires_at, added_by_owner, created_at, updated_at, outbox_seq, outbox_written)
+      VALUES (:id, :url, :events, :secret, :previousSecret, :previousSecretExpiresAt, :addedByOwner, :createdAt, :updatedAt, ${NEW_QUEUE_SEQ}, ${NEW_QUEUE_SEQ})
       ON CONFLICT DO NOTHING`,
     getWebhook: 'SELECT * FROM webhooks WHERE id = :id',
     listWebhooks: 'SELECT * FROM webhooks ORDER BY created_at, id',
@@ -50,6 +50,7 @@ const STATES: readonly DeliveryState[] = ['pending', 'delivered', 'dead'];
 export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof webhooksStatements> | OutboxStatementName>): Pick<Stores, 'webhooks'> {
   const { read } = d;
   const outbox = outboxStore(d, q);
+  const cursors = outboxCursors(q);
   return {
     webhooks: {
       async create(webhook) {
@@ -88,6 +89,7 @@ export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof web
       deliveries: (webhookId, filter) => outbox.list('webhook', { queue: webhookId, ...filter }),
       replay: (webhookId, eventId, now) => outbox.replay('webhook', webhookId, eventId, now),
       countsByWebhook: async () => {
+        await cursors.catchUp('webhook', null);
         const counts = new Map<string, Record<DeliveryState, number>>();
         for (const row of await q.all('countDeliveriesByWebhook')) {
           const id = rows.text(row, 'webhook_id');

@@ -42,6 +42,11 @@ export const sqliteDialect: Dialect = {
     `(SELECT json_extract(e.value, '$.${member}') AS v FROM json_each(CASE WHEN json_type(${column}, '$.${key}') = 'array' THEN json_extract(${column}, '$.${key}') ELSE '[]' END) e)`,
   byCodePoint: (expression) => expression,
   inList: (expression, parameter) => `${expression} IN (SELECT value FROM json_each(${parameter}))`,
+  listHas: (column, expression) => `EXISTS (SELECT 1 FROM json_each(${column}) WHERE value = ${expression})`,
+  outboxHorizon: '9223372036854775807',
+  outboxSnapshot: 'NULL',
+  outboxSeen: () => '1 = 1',
+  outboxRunning: () => 'SELECT NULL WHERE 0 = 1',
   likeExact: (expression, pattern, value, op) =>
     `(${expression} LIKE ${pattern} ESCAPE '\\' AND ${
       op === 'co'

@@ -5,7 +5,7 @@
  * expects, and the server's CPU over the same window.
  */
 import autocannon, { type Request } from 'autocannon';
-import { cpuSeconds, machineBusySeconds, procAvailable, processTree } from './proc.ts';
+import { cpuSeconds, cpuTicks, databaseCpuBetween, databaseProcesses, machineBusySeconds, procAvailable, processTree } from './proc.ts';
 
 /** What a response was, for the scenario that sent it. */
 export type Verdict = 'ok' | 'slow_down' | 'unexpected';
@@ -29,6 +29,8 @@ export interface LoadSpec {
   readonly classify: (status: number, body: string) => Verdict;
   /** The server processes whose trees are measured. */
   readonly serverPid: number | readonly number[];
+  /** The PostgreSQL database the servers use, whose backends' CPU is measured apart. */
+  readonly database?: string | null;
 }
 
 export interface Sample {
@@ -43,6 +45,11 @@ export interface Sample {
   readonly errors: number;
   /** Server CPU seconds in the window, or NaN where /proc is missing. */
   readonly cpuSeconds: number;
+  /**
+   * CPU seconds of PostgreSQL's processes for the servers' database in the window, or NaN
+   * where there is none or they are not on this machine.
+   */
+  readonly databaseCpuSeconds: number;
   /**
    * CPU seconds the rest of the machine used in the window: neither the server nor this
    * load generator. Other work on a shared machine shows here, and skews the figures.
@@ -73,12 +80,19 @@ export async function load(spec: LoadSpec): Promise<Sample> {
   };
   const pids = procAvailable ? (typeof spec.serverPid === 'number' ? [spec.serverPid] : spec.serverPid).flatMap(processTree) : [];
   const cpuBefore = procAvailable ? cpuSeconds(pids) : NaN;
+  const databaseTicks = () => (procAvailable && spec.database ? cpuTicks(databaseProcesses(spec.database)) : new Map<number, number>());
+  const databaseBefore = databaseTicks();
   const machineBefore = machineBusySeconds();
   const driverBefore = process.cpuUsage();
   const started = process.hrtime.bigint();
   let last = started;
-  let ended: { server: number; machine: number; driver: NodeJS.CpuUsage } | undefined;
-  const readings = () => ({ server: procAvailable ? cpuSeconds(pids) : NaN, machine: machineBusySeconds(), driver: process.cpuUsage(driverBefore) });
+  let ended: { server: number; database: Map<number, number>; machine: number; driver: NodeJS.CpuUsage } | undefined;
+  const readings = () => ({
+    server: procAvailable ? cpuSeconds(pids) : NaN,
+    database: databaseTicks(),
+    machine: machineBusySeconds(),
+    driver: process.cpuUsage(driverBefore),
+  });
   const result = await new Promise<import('autocannon').Result>((resolve, reject) => {
     const instance = autocannon(
       {
@@ -106,8 +120,9 @@ export async function load(spec: LoadSpec): Promise<Sample> {
     });
   });
   const seconds = Number((spec.amount === undefined ? process.hrtime.bigint() : last) - started) / 1e9;
-  const { server: cpuAfter, machine: machineAfter, driver } = ended ?? readings();
-  const other = machineAfter - machineBefore - (cpuAfter - cpuBefore) - (driver.user + driver.system) / 1e6;
+  const { server: cpuAfter, database: databaseAfter, machine: machineAfter, driver } = ended ?? readings();
+  const databaseCpu = databaseAfter.size === 0 ? NaN : databaseCpuBetween(databaseBefore, databaseAfter);
+  const other = machineAfter - machineBefore - (cpuAfter - cpuBefore) - (Number.isNaN(databaseCpu) ? 0 : databaseCpu) - (driver.user + driver.system) / 1e6;
   return {
     requests: latencies.length,
     seconds,
@@ -117,6 +132,7 @@ export async function load(spec: LoadSpec): Promise<Sample> {
     unexpected,
     errors: result.errors + result.timeouts,
     cpuSeconds: cpuAfter - cpuBefore,
+    databaseCpuSeconds: databaseCpu,
     otherCpuSeconds: Math.max(0, other),
     examples,
   };
@@ -133,6 +149,7 @@ export function combine(samples: readonly Sample[]): Sample {
     unexpected: samples.reduce((sum, s) => sum + s.unexpected, 0),
     errors: samples.reduce((sum, s) => sum + s.errors, 0),
     cpuSeconds: samples.reduce((sum, s) => sum + s.cpuSeconds, 0),
+    databaseCpuSeconds: samples.reduce((sum, s) => sum + s.databaseCpuSeconds, 0),
     otherCpuSeconds: samples.reduce((sum, s) => sum + s.otherCpuSeconds, 0),
     examples: samples.flatMap((s) => s.examples).slice(0, 3),
   };

@@ -48,6 +48,50 @@ export function cpuSeconds(pids: readonly number[]): number {
 }
 
 /**
+ * PostgreSQL's processes working for one database: its backends (the servers' pooled
+ * connections, the bench's own) and autovacuum's workers there, found by their process
+ * titles (`postgres: 15/main: USER DATABASE HOST(PORT) STATE`), so that other databases'
+ * backends on a shared server are never counted. Empty where PostgreSQL runs elsewhere (a
+ * container, another machine): its CPU is then unavailable.
+ */
+export function databaseProcesses(database: string): number[] {
+  const pids: number[] = [];
+  const word = new RegExp(`^postgres: .* ${database.replace(/[^a-z0-9_]/gi, '')}( |$)`);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let title: string;
+    try {
+      title = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (word.test(title.replace(/\0/g, ' ').trimEnd())) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** CPU ticks so far of each process, by pid: a reading to take the difference of. */
+export function cpuTicks(pids: readonly number[]): Map<number, number> {
+  const ticks = new Map<number, number>();
+  for (const pid of pids) {
+    const fields = statFields(pid);
+    if (fields) ticks.set(pid, Number(fields[11]) + Number(fields[12]));
+  }
+  return ticks;
+}
+
+/**
+ * Seconds of CPU one database's PostgreSQL processes used between two readings: a backend
+ * that started in between counts from its start, one that ended in between only up to the
+ * first reading (pooled connections live through a run, so neither is common).
+ */
+export function databaseCpuBetween(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let ticks = 0;
+  for (const [pid, now] of after) ticks += now - (before.get(pid) ?? 0);
+  return ticks / TICKS_PER_SECOND;
+}
+
+/**
  * Peak resident memory (VmHWM) in MB, summed over the processes: for several workers an
  * upper bound, since their peaks need not coincide.
  */

@@ -195,6 +195,8 @@ interface Row {
   readonly unexpected?: number;
   readonly slowDown?: number;
   readonly cpuPercent?: number;
+  /** CPU of PostgreSQL's processes for the target's database (% of one core); NaN on SQLite. */
+  readonly databaseCpuPercent?: number;
   /** CPU used by neither the server nor the load generator (% of one core): other work on the machine. */
   readonly otherPercent?: number;
   readonly peakRssMb?: number;
@@ -212,6 +214,7 @@ function summarise(scenario: string, target: Target, samples: readonly Sample[])
       p50: percentile(sorted, 50),
       p99: percentile(sorted, 99),
       cpu: (sample.cpuSeconds / sample.seconds) * 100,
+      database: (sample.databaseCpuSeconds / sample.seconds) * 100,
       other: (sample.otherCpuSeconds / sample.seconds) * 100,
     };
   });
@@ -225,6 +228,7 @@ function summarise(scenario: string, target: Target, samples: readonly Sample[])
     unexpected: samples.reduce((sum, s) => sum + s.unexpected, 0),
     slowDown: samples.reduce((sum, s) => sum + s.slowDown, 0),
     cpuPercent: median(perRun.map((run) => run.cpu)),
+    databaseCpuPercent: median(perRun.map((run) => run.database)),
     otherPercent: median(perRun.map((run) => run.other)),
     peakRssMb: procAvailable ? peakRssMb(target.pids.flatMap(processTree)) : NaN,
     examples: samples.flatMap((s) => s.examples).slice(0, 3),
@@ -281,6 +285,7 @@ function sameRequest(settings: Settings, target: Target, scenario: string, reque
         next: () => request,
         classify: (status, body): Verdict => (status === 200 && body.includes(expected) ? 'ok' : 'unexpected'),
         serverPid: target.pids,
+        database: target.database,
       }),
   };
 }
@@ -370,6 +375,7 @@ function preparePoll(settings: Settings, target: Target, scenario: string, codes
         classify: (status, body): Verdict =>
           status === 400 && body.includes('"authorization_pending"') ? 'ok' : status === 400 && body.includes('"slow_down"') ? 'slow_down' : 'unexpected',
         serverPid: target.pids,
+        database: target.database,
       }),
   };
 }
@@ -538,6 +544,7 @@ function prepareCodeExchange(settings: Settings, target: Target, scenario = 'cod
         next: () => post(target.tokenPath, target.authorization, bodies[next++ % bodies.length]!),
         classify: (status, body): Verdict => (status === 200 && body.includes('"id_token"') ? 'ok' : 'unexpected'),
         serverPid: target.pids,
+        database: target.database,
       });
       batches.push(sample);
       elapsed += sample.seconds;
@@ -586,10 +593,23 @@ const format = {
 };
 
 // Peak RSS is VmHWM in kB over 1,024: MiB.
-const COLUMNS = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'unexpected', 'slow_down', 'server CPU %', 'CPU ms/req', 'peak RSS MiB'];
+const COLUMNS = [
+  'scenario',
+  'server',
+  'req/s',
+  'p50 ms',
+  'p99 ms',
+  'errors',
+  'unexpected',
+  'slow_down',
+  'server CPU %',
+  'CPU ms/req',
+  'database CPU ms/req',
+  'peak RSS MiB',
+];
 
 function cells(row: Row): string[] {
-  if (row.skipped) return [row.scenario, row.target, `(${row.skipped})`, '', '', '', '', '', '', '', ''];
+  if (row.skipped) return [row.scenario, row.target, `(${row.skipped})`, '', '', '', '', '', '', '', '', ''];
   return [
     row.scenario,
     row.target,
@@ -602,6 +622,9 @@ function cells(row: Row): string[] {
     format.int(row.cpuPercent),
     // CPU per request is steadier than req/s when other work shares the machine.
     cpuPerRequest(row),
+    // PostgreSQL's backends work for the server on the same machine: their CPU per request
+    // is the rest of what a request on PostgreSQL costs.
+    row.databaseCpuPercent === undefined || Number.isNaN(row.databaseCpuPercent) ? '' : ((row.databaseCpuPercent * 10) / row.rps!).toFixed(3),
     format.int(row.peakRssMb),
   ];
 }

@@ -45,6 +45,8 @@ export interface Target {
   readonly pid: number;
   /** Every server process measured: `pid`, and the other instances' of a scale-out target. */
   readonly pids: readonly number[];
+  /** The PostgreSQL database the server keeps its store in, whose backends are measured apart; null on SQLite. */
+  readonly database: string | null;
   readonly tokenPath: string;
   /** Null when the server does not offer the device flow (yet). */
   readonly deviceAuthorizationPath: string | null;
@@ -346,6 +348,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     origins,
     pid: child.pid!,
     pids: children.map((each) => each.pid!),
+    database: options.postgres ? new URL(options.postgres.url).pathname.slice(1) : null,
     tokenPath: endpointPath(metadata, 'token_endpoint') ?? '/oauth/token',
     deviceAuthorizationPath: endpointPath(metadata, 'device_authorization_endpoint'),
     supportsDevicePolling: grantTypes.includes(DEVICE_GRANT),
@@ -444,6 +447,7 @@ export async function startPeer(options: StartOptions): Promise<Target> {
     origins: [origin],
     pid: child.pid!,
     pids: [child.pid!],
+    database: null,
     tokenPath: endpointPath(metadata, 'token_endpoint')!,
     deviceAuthorizationPath: endpointPath(metadata, 'device_authorization_endpoint'),
     supportsDevicePolling: true,

@@ -19,6 +19,8 @@ interface BenchRow {
   readonly errors: number;
   readonly unexpected: number;
   readonly rps: number;
+  /** JSON's null where there is no figure: SQLite, or PostgreSQL's processes not on this machine. */
+  readonly databaseCpuPercent?: number | null;
 }
 
 /** Runs `npm run bench` with `args` into a scratch directory: what it printed and the rows of latest.json. */
@@ -104,6 +106,9 @@ describe('npm run bench (smoke)', () => {
         assert.equal(row.errors, 0);
         assert.equal(row.unexpected, 0, `${scenario} / ${target}: every answer the expected one`);
         assert.ok(row.rps > 0);
+        // PostgreSQL's backends for the target's database were found and measured; SQLite has none.
+        if (target.startsWith('tessera/postgres')) assert.equal(typeof row.databaseCpuPercent, 'number', `${scenario} / ${target}: database CPU`);
+        else assert.equal(row.databaseCpuPercent, null, `${scenario} / ${target}: no database CPU`);
       }
     }
   });

@@ -1432,6 +1432,37 @@ const outboxCursors: Migration = {
   ],
 };
 
+/**
+ * Version 47 (PostgreSQL's writes per request): PostgreSQL writes a new version of a row at
+ * every UPDATE, and an entry in every one of the table's indexes for it unless the new
+ * version fits on the old one's page and no indexed column changed (a heap-only tuple, HOT).
+ * A code's redemption (`consumed_at`) and a device's poll (`last_polled_at`, `last_outcome`)
+ * change no indexed column, but a page filled by inserts has no room: each wrote four or five
+ * index entries. Both tables keep half of each page free for those versions (each code is
+ * updated once, and all the codes of a page may be redeemed in one statement; a device's
+ * first poll makes its row longer, by its time and outcome, hence a little more than half
+ * for devices; later polls reuse the space of versions no transaction can see any more);
+ * their rows live minutes, so the tables stay small. A grant's use changes `active_until`, which the
+ * purge's index holds, so it is never HOT: the purge's two other indexes hold only the rows
+ * their terms can match, so that a use writes no entry into them. SQLite rewrites only the
+ * indexes whose columns an UPDATE changes and has no fill factor: nothing to do there.
+ */
+const writesInPlace: Migration = {
+  version: 47,
+  name: "PostgreSQL's writes in place",
+  statements: [
+    (_, dialect) => (dialect === 'postgres' ? 'ALTER TABLE authorization_codes SET (fillfactor = 50)' : null),
+    (_, dialect) => (dialect === 'postgres' ? 'ALTER TABLE device_authorizations SET (fillfactor = 45)' : null),
+    (_, dialect) => (dialect === 'postgres' ? 'DROP INDEX grants_revoked_at' : null),
+    (_, dialect) => (dialect === 'postgres' ? 'CREATE INDEX grants_revoked_at ON grants (revoked_at) WHERE revoked_at IS NOT NULL' : null),
+    (_, dialect) => (dialect === 'postgres' ? 'DROP INDEX grants_created_at' : null),
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? 'CREATE INDEX grants_created_at ON grants (created_at) WHERE revoked_at IS NULL AND remembered = FALSE AND active_until IS NULL'
+        : null,
+  ],
+};
+
 /** Every migration, oldest first. */
 export const migrations: readonly Migration[] = [
   initial,
@@ -1474,4 +1505,5 @@ export const migrations: readonly Migration[] = [
   passkeySignUpsAndEmailChanges,
   ssfSubjects,
   outboxCursors,
+  writesInPlace,
 ];

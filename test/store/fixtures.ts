@@ -1,5 +1,6 @@
+import type { AuditEvent, EventType } from '../../src/core/events.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
-import type { AuthorizationCodeRecord, ClientRecord, DeviceAuthorizationRecord, SsfStreamRecord } from '../../src/store/types.ts';
+import type { AuthorizationCodeRecord, ClientRecord, DeviceAuthorizationRecord, SsfStreamRecord, Store } from '../../src/store/types.ts';
 
 /** A public client with every field at its default, but `overrides`: a record to store as it is. */
 export function publicClient(overrides: Partial<ClientRecord> & Pick<ClientRecord, 'id'>): ClientRecord {
@@ -109,4 +110,15 @@ export function ssfStream(overrides: Partial<SsfStreamRecord> & Pick<SsfStreamRe
     updatedAt: 0,
     ...overrides,
   };
+}
+
+/** A live authorization-code grant `id` of `clientId` to `userId` for openid, made at 1 January 2026, as the approval page stores one. */
+export function codeGrant(id: string, clientId: string, userId: string): Parameters<Store['grants']['create']>[0] {
+  const createdAt = Date.UTC(2026, 0, 1);
+  return { id, userId, clientId, scope: ['openid'], kind: GRANT_AUTHORIZATION_CODE, authTime: createdAt, createdAt, revokedAt: null, device: null };
+}
+
+/** An audit event `type` about ada (`user-1`), from no client or address, with `detail`. */
+export function adaEvent(id: string, type: EventType, at: number, detail: AuditEvent['detail'] = {}): AuditEvent {
+  return { id, type, at, userId: 'user-1', username: 'ada', clientId: null, grantId: null, ip: null, userAgent: null, detail };
 }

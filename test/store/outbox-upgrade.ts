@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { migrations, type Migration } from '../../src/store/migrations.ts';
 import type { Store } from '../../src/store/types.ts';
+import { adaEvent } from './fixtures.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -37,18 +38,7 @@ export async function checkOutboxCursorsUpgrade(
   ]);
   const store = await open();
   try {
-    await store.events.add({
-      id: 'event-4',
-      type: 'grant.revoked',
-      at: T0 + 4,
-      userId: 'user-1',
-      username: 'ada',
-      clientId: null,
-      grantId: null,
-      ip: null,
-      userAgent: null,
-      detail: {},
-    });
+    await store.events.add(adaEvent('event-4', 'grant.revoked', T0 + 4));
     const claimed = await store.outbox.claim('webhook', 'hook-1', T0 + 20, T0 + 60_000, 10);
     assert.deepEqual(
       claimed.map((delivery) => [delivery.eventId, delivery.attempts]),

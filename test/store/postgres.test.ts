@@ -19,7 +19,7 @@ import { databaseSetting, describePostgres, dropSchema, newSchema, postgresUrl a
 import { storeContract } from './contract.ts';
 import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
 import { BEFORE_OUTBOX_CURSORS, checkOutboxCursorsUpgrade } from './outbox-upgrade.ts';
-import { pendingCode, pendingDevice } from './fixtures.ts';
+import { adaEvent, codeGrant, pendingCode, pendingDevice } from './fixtures.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
@@ -43,17 +43,7 @@ async function seed(store: Store) {
     backchannelLogoutUri: null,
   } as const;
   const user = newUserRecord({ id: 'user-1', username: 'ada@example.com', passwordHash: '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA', createdAt: T0 });
-  const grant = {
-    id: 'grant-1',
-    userId: user.id,
-    clientId: client.id,
-    scope: ['openid'],
-    kind: GRANT_AUTHORIZATION_CODE,
-    authTime: T0,
-    createdAt: T0,
-    revokedAt: null,
-    device: null,
-  } as const;
+  const grant = codeGrant('grant-1', client.id, user.id);
   const code = pendingCode('code-1', grant);
   const device = pendingDevice(client.id, { deviceCodeHash: 'device-1', userCode: 'WDJBMJHT' });
   await store.clients.create(client);
@@ -121,17 +111,7 @@ describePostgres('PostgreSQL', () => {
         const { client, user, code } = await seed(store);
         const codes = [];
         for (let i = 0; i < 120; i += 1) {
-          const grant = {
-            id: `grant-hot-${i}`,
-            userId: user.id,
-            clientId: client.id,
-            scope: ['openid'],
-            kind: GRANT_AUTHORIZATION_CODE,
-            authTime: T0,
-            createdAt: T0,
-            revokedAt: null,
-            device: null,
-          } as const;
+          const grant = codeGrant(`grant-hot-${i}`, client.id, user.id);
           await store.grants.create(grant);
           const each = { ...code, hash: `code-hot-${i}`, grantId: grant.id };
           await store.codes.create(each);
@@ -303,18 +283,7 @@ describePostgres('PostgreSQL', () => {
           createdAt: T0,
           updatedAt: T0,
         });
-        const event = (id: string, at: number): AuditEvent => ({
-          id,
-          type: 'grant.revoked',
-          at,
-          userId: 'user-1',
-          username: 'ada',
-          clientId: null,
-          grantId: null,
-          ip: null,
-          userAgent: null,
-          detail: {},
-        });
+        const event = (id: string, at: number): AuditEvent => adaEvent(id, 'grant.revoked', at);
         // A transaction that stores an event, then stays open while later ones are stored and sent.
         let commit!: () => void;
         const held = new Promise<void>((resolve) => (commit = resolve));

@@ -11,6 +11,7 @@ import { describe, it } from 'node:test';
 import { EVENT_TYPES, type AuditEvent, type DetailValue, type EventType } from '../../src/core/events.ts';
 import { DELIVERY_POLL, DELIVERY_PUSH, SSF_EVENTS, SSF_EVENTS_SUPPORTED, ssfTypeOf } from '../../src/core/ssf.ts';
 import { DuplicateError, type ClientRecord, type SsfStreamRecord, type Store } from '../../src/store/types.ts';
+import { adaEvent } from './fixtures.ts';
 
 const T0 = Date.UTC(2026, 3, 1);
 
@@ -42,18 +43,7 @@ export function ssfContract({ store: current, unique, givenClient }: SsfContract
       ...overrides,
     };
   };
-  const event = (type: EventType, at = T0, detail: Record<string, DetailValue> = { by: 'operator' }): AuditEvent => ({
-    id: unique('event'),
-    type,
-    at,
-    userId: 'user-1',
-    username: 'ada',
-    clientId: null,
-    grantId: null,
-    ip: null,
-    userAgent: null,
-    detail,
-  });
+  const event = (type: EventType, at = T0, detail: Record<string, DetailValue> = { by: 'operator' }): AuditEvent => adaEvent(unique('event'), type, at, detail);
   const delivered = async (id: string) => (await current().ssf.deliveries(id, 1000)).map((d) => d.eventId).reverse();
 
   describe('shared signals streams and their outbox', () => {

@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import { EVENT_TYPES, type AuditEvent, type EventType } from '../../src/core/events.ts';
 import { WEBHOOK_EVENT_TYPES, webhookTypeOf } from '../../src/core/webhook-events.ts';
 import { DuplicateError, type Store, type WebhookRecord } from '../../src/store/types.ts';
+import { adaEvent } from './fixtures.ts';
 
 const T0 = Date.UTC(2026, 3, 1);
 const SECOND = 1000;
@@ -34,16 +35,7 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
     ...overrides,
   });
   const event = (type: EventType, at = T0, overrides: Partial<AuditEvent> = {}): AuditEvent => ({
-    id: unique('event'),
-    type,
-    at,
-    userId: 'user-1',
-    username: 'ada',
-    clientId: null,
-    grantId: null,
-    ip: null,
-    userAgent: null,
-    detail: { by: 'operator' },
+    ...adaEvent(unique('event'), type, at, { by: 'operator' }),
     ...overrides,
   });
   /** The webhook's deliveries' event ids, oldest first. */

@@ -142,17 +142,7 @@ describePostgres('PostgreSQL', () => {
       try {
         const { client, user } = await seed(store);
         for (let i = 0; i < 200; i += 1) {
-          await store.grants.create({
-            id: `grant-live-${i}`,
-            userId: user.id,
-            clientId: client.id,
-            scope: ['openid'],
-            kind: GRANT_AUTHORIZATION_CODE,
-            authTime: T0,
-            createdAt: T0,
-            revokedAt: null,
-            device: null,
-          });
+          await store.grants.create(codeGrant(`grant-live-${i}`, client.id, user.id));
           await store.grants.recordUse(`grant-live-${i}`, T0 + MINUTE, T0 + 60 * MINUTE);
         }
         await withAdmin(async (admin) => {

@@ -111,13 +111,17 @@ function sqliteStore(db: DatabaseSync): Store {
   // about 10 ms a store (most of opening one), and a process often uses a few dozen.
   // test/store/sqlite.test.ts prepares every one against the migrated schema.
   const texts = statements(sqliteDialect);
+  const prepare = (sql: string): StatementSync => {
+    const statement = db.prepare(sql);
+    // As in PostgreSQL, where only the named parameters are bound: an insert binds its record.
+    statement.setAllowUnknownNamedParameters(true);
+    return statement;
+  };
   const preparedByName = new Map<StatementName, StatementSync>();
   const prepared = (name: StatementName): StatementSync => {
     let statement = preparedByName.get(name);
     if (statement === undefined) {
-      statement = db.prepare(texts[name]);
-      // As in PostgreSQL, where only the named parameters are bound: an insert binds its record.
-      statement.setAllowUnknownNamedParameters(true);
+      statement = prepare(texts[name]);
       preparedByName.set(name, statement);
     }
     return statement;
@@ -129,8 +133,7 @@ function sqliteStore(db: DatabaseSync): Store {
     let statement = composed.get(sql);
     if (statement === undefined) {
       if (composed.size >= 200) composed.delete(composed.keys().next().value!);
-      statement = db.prepare(sql);
-      statement.setAllowUnknownNamedParameters(true);
+      statement = prepare(sql);
       composed.set(sql, statement);
     }
     return statement;

@@ -87,7 +87,7 @@ const requestFields = (operation: OpenApiOperation) => Object.keys(operation.req
 const answerFields = (operation: OpenApiOperation, status: string) =>
   Object.keys(operation.responses[status]!.content!['application/json']!.schema.properties ?? {});
 
-/** Every row of `table` in the OpenAPI document: in the request of each operation that takes it, in every answer unless write-only. */
+/** Every row of `table` in the OpenAPI document: in the request of each operation that takes it, in every answer (POST, GET, PATCH) unless write-only. */
 function assertOpenApiHas(document: OpenApiDocument, table: FieldTable, paths: { readonly collection: string; readonly item: string }): void {
   const create = document.paths[paths.collection]!['post']!;
   // A noun none of whose fields changes (a webhook) has no PATCH.
@@ -108,6 +108,7 @@ function assertOpenApiHas(document: OpenApiDocument, table: FieldTable, paths: {
     }
     assert.ok(answerFields(read, '200').includes(field.name), `GET ${paths.item} answer: ${field.name}`);
     assert.ok(answerFields(create, '201').includes(field.name), `POST ${paths.collection} answer: ${field.name}`);
+    if (update !== undefined) assert.ok(answerFields(update, '200').includes(field.name), `PATCH ${paths.item} answer: ${field.name}`);
   }
 }
 
@@ -118,6 +119,51 @@ function assertHelpNames(table: FieldTable, command: string, operation: 'create'
     const named = option.startsWith('no-') ? new RegExp(`--${option}\\b|--\\[no-\\]${option.slice(3)}\\b`) : new RegExp(`--(?:\\[no-\\])?${option}\\b`);
     assert.match(help, named, `${command} --help names --${option}`);
   }
+}
+
+/** The table's writable rows are the fields `every` sets, and `elsewhere` (fields a case of their own sets). */
+function assertCovers(table: FieldTable, every: Readonly<Record<string, unknown>>, elsewhere: readonly string[] = []): void {
+  assert.deepEqual(
+    [...Object.keys(every), ...elsewhere].sort(),
+    table
+      .filter(writable)
+      .map((field) => field.name)
+      .sort(),
+  );
+}
+
+/** Each row with a control is in `page` by its name, its label a message of every language. */
+function assertFormHas(table: FieldTable, page: string): void {
+  for (const field of table) {
+    if (field.form === null) continue;
+    assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+    assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
+  }
+}
+
+/**
+ * What the form shows is what it posts: `values` (the form's) posted as a browser posts them,
+ * a ticked box as "on" and an unticked one not at all, read back as `every`. `rows`: those
+ * compared (each with a control by default); `names`: the form's names posted (those of
+ * `values` by default); `absent`: what a row `every` leaves out reads back as.
+ */
+function assertFormPostsBack(
+  table: FieldTable,
+  values: Readonly<Record<string, unknown>>,
+  every: Readonly<Record<string, unknown>>,
+  options: { readonly rows?: readonly Field[]; readonly names?: readonly string[]; readonly absent?: null } = {},
+): void {
+  const posted: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : (value as string | string[]);
+  const input = inputOf(table, postedValues(table, posted), options.names ?? Object.keys(values));
+  for (const field of options.rows ?? table.filter((row) => row.form !== null))
+    assert.deepEqual(input[field.name], field.name in every ? every[field.name] : options.absent, `${field.name} through the form`);
+}
+
+/** A refusal about a row the command takes names the row's option. */
+function assertRefusalsName(table: FieldTable): void {
+  for (const field of table)
+    if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
 }
 
 let server: TestServer;
@@ -190,26 +236,15 @@ describe('the client field table in every door', () => {
       } as never,
       { title: 'New', action: '/c/a', submit: 'Save', values, edit: null },
     );
-    for (const field of CLIENT_FIELDS) {
-      if (field.form === null) continue;
-      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
-      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
-    }
-    // What the form shows is what it posts: the values read back through a post are the registration's.
-    const posted: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : (value as string | string[]);
-    const input = inputOf(CLIENT_FIELDS, postedValues(CLIENT_FIELDS, posted), Object.keys(values));
-    for (const field of CLIENT_FIELDS.filter((row) => row.form !== null)) {
-      // An empty nullable value is posted as null: cleared.
-      assert.deepEqual(input[field.name], EVERY_CLIENT_FIELD[field.name] ?? null, `${field.name} through the form`);
-    }
+    assertFormHas(CLIENT_FIELDS, page);
+    // An empty nullable value is posted as null: cleared.
+    assertFormPostsBack(CLIENT_FIELDS, values, EVERY_CLIENT_FIELD, { absent: null });
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
     assertHelpNames(CLIENT_FIELDS, 'client add', 'create');
     assertHelpNames(CLIENT_FIELDS, 'client update', 'update');
-    for (const field of CLIENT_FIELDS)
-      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    assertRefusalsName(CLIENT_FIELDS);
   });
 
   it('reads back a registration with every field the same through the command, the admin API and the console', async () => {
@@ -349,12 +384,7 @@ const EVERY_RESOURCE_FIELD: Readonly<Record<string, unknown>> = {
 
 describe('the API (resource) field table in every door', () => {
   it('has the table cover every field the test sets', () => {
-    assert.deepEqual(
-      Object.keys(EVERY_RESOURCE_FIELD).sort(),
-      RESOURCE_FIELDS.filter(writable)
-        .map((field) => field.name)
-        .sort(),
-    );
+    assertCovers(RESOURCE_FIELDS, EVERY_RESOURCE_FIELD);
   });
 
   it('puts every row in the OpenAPI document: the requests of the operations that take it, and every answer but the write-only', async () => {
@@ -391,8 +421,7 @@ describe('the API (resource) field table in every door', () => {
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
     assertHelpNames(RESOURCE_FIELDS, 'resource add', 'create');
     assertHelpNames(RESOURCE_FIELDS, 'resource update', 'update');
-    for (const field of RESOURCE_FIELDS)
-      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    assertRefusalsName(RESOURCE_FIELDS);
   });
 
   it('reads back an API with every field the same through the command and the admin API, and each change of an update', async () => {
@@ -562,8 +591,7 @@ describe('the provider field table in every door', () => {
       }
     }
     assertHelpNames(PROVIDER_FIELDS, 'provider update', 'update');
-    for (const field of PROVIDER_FIELDS)
-      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    assertRefusalsName(PROVIDER_FIELDS);
   });
 
   it("puts every row with a control in the console's form of each kind it applies to, and reads back what it shows but the secrets", () => {
@@ -636,12 +664,7 @@ const EVERY_WEBHOOK_FIELD: Readonly<Record<string, unknown>> = {
 
 describe('the webhook field table in every door', () => {
   it('has the table cover every field the test sets', () => {
-    assert.deepEqual(
-      Object.keys(EVERY_WEBHOOK_FIELD).sort(),
-      WEBHOOK_FIELDS.filter(writable)
-        .map((field) => field.name)
-        .sort(),
-    );
+    assertCovers(WEBHOOK_FIELDS, EVERY_WEBHOOK_FIELD);
   });
 
   it('puts every row in the OpenAPI document: the request that adds one, and every answer', async () => {
@@ -654,22 +677,13 @@ describe('the webhook field table in every door', () => {
   it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
     const values = formValues(WEBHOOK_FIELDS, EVERY_WEBHOOK_FIELD);
     const page = webhookFormPage(consoleFrame('/console/webhooks/new'), { action: '/c/w', values, cancel: '/c/w' });
-    for (const field of WEBHOOK_FIELDS) {
-      if (field.form === null) continue;
-      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
-      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
-    }
-    const posted: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(values)) posted[name] = value as string | string[];
-    const input = inputOf(WEBHOOK_FIELDS, postedValues(WEBHOOK_FIELDS, posted), Object.keys(values));
-    for (const field of WEBHOOK_FIELDS.filter((row) => row.form !== null))
-      assert.deepEqual(input[field.name], EVERY_WEBHOOK_FIELD[field.name], `${field.name} through the form`);
+    assertFormHas(WEBHOOK_FIELDS, page);
+    assertFormPostsBack(WEBHOOK_FIELDS, values, EVERY_WEBHOOK_FIELD);
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
     assertHelpNames(WEBHOOK_FIELDS, 'webhook add', 'create');
-    for (const field of WEBHOOK_FIELDS)
-      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    assertRefusalsName(WEBHOOK_FIELDS);
   });
 
   it('reads back a webhook with every field the same through the command and the admin API, its secret only when made', async () => {
@@ -699,12 +713,7 @@ const EVERY_SCIM_TOKEN_FIELD: Readonly<Record<string, unknown>> = { name: 'Entra
 
 describe('the SCIM token field table in every door', () => {
   it('has the table cover every field the test sets', () => {
-    assert.deepEqual(
-      Object.keys(EVERY_SCIM_TOKEN_FIELD).sort(),
-      SCIM_TOKEN_FIELDS.filter(writable)
-        .map((field) => field.name)
-        .sort(),
-    );
+    assertCovers(SCIM_TOKEN_FIELDS, EVERY_SCIM_TOKEN_FIELD);
   });
 
   it('puts every row in the OpenAPI document: the request that makes one, and every answer', async () => {
@@ -717,20 +726,13 @@ describe('the SCIM token field table in every door', () => {
   it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
     const values = formValues(SCIM_TOKEN_FIELDS, EVERY_SCIM_TOKEN_FIELD);
     const page = scimTokenFormPage(consoleFrame('/console/scim/tokens/new'), { action: '/c/s/tokens', values, cancel: '/c/s' });
-    for (const field of SCIM_TOKEN_FIELDS) {
-      if (field.form === null) continue;
-      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
-      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
-    }
-    const input = inputOf(SCIM_TOKEN_FIELDS, postedValues(SCIM_TOKEN_FIELDS, values as Record<string, string>), Object.keys(values));
-    for (const field of SCIM_TOKEN_FIELDS.filter((row) => row.form !== null))
-      assert.deepEqual(input[field.name], EVERY_SCIM_TOKEN_FIELD[field.name], `${field.name} through the form`);
+    assertFormHas(SCIM_TOKEN_FIELDS, page);
+    assertFormPostsBack(SCIM_TOKEN_FIELDS, values, EVERY_SCIM_TOKEN_FIELD);
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
     assertHelpNames(SCIM_TOKEN_FIELDS, 'scim token', 'create');
-    for (const field of SCIM_TOKEN_FIELDS)
-      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    assertRefusalsName(SCIM_TOKEN_FIELDS);
   });
 
   it('reads back a SCIM token with every field the same through the command and the admin API, the token only when made', async () => {
@@ -795,57 +797,13 @@ function userArgs(values: Readonly<Record<string, unknown>>): string[] {
 }
 
 describe('the user field table in every door', () => {
-  let server: TestServer;
-  let token: string;
-
-  before(async () => {
-    server = await startTestServer();
-    const { client, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: 'admin:users' });
-    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
-    token = (await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` })).access_token;
-  });
-  after(() => server.close());
-
-  const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const response = await fetch(`${server.url}/admin/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
-  };
-
   it('has the table cover every field the test sets, and each field a new user takes a value here', () => {
     const names = USER_ROWS.filter((field) => field.create && field.name !== 'username').map((field) => field.name);
     assert.deepEqual(Object.keys(EVERY_USER_FIELD).sort(), names.sort());
   });
 
   it('puts every row in the OpenAPI document: the requests of the operations that take it, and every answer', async () => {
-    const document = (await api('GET', '/openapi.json')).body as {
-      paths: Record<
-        string,
-        Record<
-          string,
-          {
-            requestBody?: { content: Record<string, { schema: { properties: Record<string, unknown> } }> };
-            responses: Record<string, { content?: Record<string, { schema: { properties?: Record<string, unknown> } }> }>;
-          }
-        >
-      >;
-    };
-    const create = document.paths['/users']!['post']!;
-    const update = document.paths['/users/{username}']!['patch']!;
-    const read = document.paths['/users/{username}']!['get']!;
-    const body = (operation: typeof create) => Object.keys(operation.requestBody!.content['application/json']!.schema.properties);
-    const answer = (operation: typeof create, status: string) =>
-      Object.keys(operation.responses[status]!.content!['application/json']!.schema.properties ?? {});
-    for (const field of USER_ROWS) {
-      assert.equal(body(create).includes(field.name), field.create, `POST /users body: ${field.name}`);
-      assert.equal(body(update).includes(field.name), field.update, `PATCH /users/{username} body: ${field.name}`);
-      assert.ok(answer(read, '200').includes(field.name), `GET /users/{username} answer: ${field.name}`);
-      assert.ok(answer(create, '201').includes(field.name), `POST /users answer: ${field.name}`);
-      assert.ok(answer(update, '200').includes(field.name), `PATCH /users/{username} answer: ${field.name}`);
-    }
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, USER_ROWS, { collection: '/users', item: '/users/{username}' });
   });
 
   it("puts every row with a control in the console's profile form, with a label in every language", () => {
@@ -868,23 +826,12 @@ describe('the user field table in every door', () => {
         for (const member of field.type.members) assert.ok(isMessageKey(`${field.form.label}.${member.name}`), `${field.name}.${member.name} has a label`);
     }
     for (const key of formKeys(USER_ROWS)) assert.match(page, new RegExp(`name="${key.replace('.', '\\.')}"`), `the form has ${key}`);
-    const posted: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : (value as string | string[]);
-    const input = inputOf(USER_ROWS, postedValues(USER_ROWS, posted), formKeys(USER_ROWS));
-    for (const field of USER_ROWS.filter((row) => row.form !== null))
-      assert.deepEqual(input[field.name], EVERY_USER_FIELD[field.name] ?? null, `${field.name} through the form`);
+    assertFormPostsBack(USER_ROWS, values, EVERY_USER_FIELD, { names: formKeys(USER_ROWS), absent: null });
   });
 
   it("gives every row an option of the command's, named in its help", () => {
-    const entries = usageEntries(USAGE);
-    for (const operation of ['create', 'update'] as const) {
-      const command = operation === 'create' ? 'user add' : 'user update';
-      const help = entries.find((entry) => entry.name === command)!.text;
-      for (const option of Object.keys(cliOptions(USER_ROWS, operation).options)) {
-        const named = option.startsWith('no-') ? new RegExp(`--${option}\\b|--\\[no-\\]${option.slice(3)}\\b`) : new RegExp(`--(?:\\[no-\\])?${option}\\b`);
-        assert.match(help, named, `${command} --help names --${option}`);
-      }
-    }
+    assertHelpNames(USER_ROWS, 'user add', 'create');
+    assertHelpNames(USER_ROWS, 'user update', 'update');
   });
 
   it('reads back a user with every field the same through the command, the admin API and the console', async () => {
@@ -954,12 +901,7 @@ const EVERY_TRUSTED_ISSUER_FIELD: Readonly<Record<string, unknown>> = {
 
 describe('the trusted issuer field table in every door', () => {
   it('has the table cover every field the test sets', () => {
-    assert.deepEqual(
-      [...Object.keys(EVERY_TRUSTED_ISSUER_FIELD), 'jwks_uri'].sort(),
-      TRUSTED_ISSUER_FIELDS.filter(writable)
-        .map((field) => field.name)
-        .sort(),
-    );
+    assertCovers(TRUSTED_ISSUER_FIELDS, EVERY_TRUSTED_ISSUER_FIELD, ['jwks_uri']);
   });
 
   it('puts every row in the OpenAPI document: the request that adds one, and every answer', async () => {
@@ -972,22 +914,13 @@ describe('the trusted issuer field table in every door', () => {
   it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
     const values = formValues(TRUSTED_ISSUER_FIELDS, EVERY_TRUSTED_ISSUER_FIELD);
     const page = trustedIssuerFormPage(consoleFrame('/console/trusted-issuers/new'), { action: '/c/t', values, cancel: '/c/t' });
-    for (const field of TRUSTED_ISSUER_FIELDS) {
-      if (field.form === null) continue;
-      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
-      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
-    }
-    const posted: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(values)) posted[name] = value as string | string[];
-    const input = inputOf(TRUSTED_ISSUER_FIELDS, postedValues(TRUSTED_ISSUER_FIELDS, posted), Object.keys(values));
-    for (const field of TRUSTED_ISSUER_FIELDS.filter((row) => row.form !== null))
-      assert.deepEqual(input[field.name], EVERY_TRUSTED_ISSUER_FIELD[field.name] ?? null, `${field.name} through the form`);
+    assertFormHas(TRUSTED_ISSUER_FIELDS, page);
+    assertFormPostsBack(TRUSTED_ISSUER_FIELDS, values, EVERY_TRUSTED_ISSUER_FIELD, { absent: null });
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
     assertHelpNames(TRUSTED_ISSUER_FIELDS, 'trust add', 'create');
-    for (const field of TRUSTED_ISSUER_FIELDS)
-      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    assertRefusalsName(TRUSTED_ISSUER_FIELDS);
   });
 
   it('reads back a trusted issuer with every field the same through the command and the admin API, and each with a jwks_uri', async () => {
@@ -1084,15 +1017,8 @@ describe('the SAML service provider field table in every door', () => {
       operation: 'create',
       metadata: 'https://id.example/saml/metadata',
     });
-    for (const field of SAML_SP_FIELDS) {
-      if (field.form === null) continue;
-      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
-      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
-    }
-    const posted: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : (value as string | string[]);
-    const input = inputOf(SAML_SP_FIELDS, postedValues(SAML_SP_FIELDS, posted), Object.keys(EVERY_SAML_SP_FIELD));
-    for (const field of writableRows) assert.deepEqual(input[field.name], EVERY_SAML_SP_FIELD[field.name], `${field.name} through the form`);
+    assertFormHas(SAML_SP_FIELDS, page);
+    assertFormPostsBack(SAML_SP_FIELDS, values, EVERY_SAML_SP_FIELD, { rows: writableRows, names: Object.keys(EVERY_SAML_SP_FIELD) });
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
@@ -1105,8 +1031,7 @@ describe('the SAML service provider field table in every door', () => {
         assert.match(help, named, `saml sp ${operation === 'create' ? 'add' : 'update'} --help names --${option}`);
       }
     }
-    for (const field of SAML_SP_FIELDS)
-      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    assertRefusalsName(SAML_SP_FIELDS);
   });
 
   it('reads back an SP with every field the same through the command and the admin API', async () => {
@@ -1162,12 +1087,7 @@ describe('the organization field tables in every door', () => {
   });
 
   it('has the table cover every field the test sets', () => {
-    assert.deepEqual(
-      Object.keys(EVERY_ORGANIZATION_FIELD).sort(),
-      ORGANIZATION_FIELDS.filter(writable)
-        .map((field) => field.name)
-        .sort(),
-    );
+    assertCovers(ORGANIZATION_FIELDS, EVERY_ORGANIZATION_FIELD);
   });
 
   it('puts every row in the OpenAPI document: the requests that add and change one, and every answer', async () => {
@@ -1180,16 +1100,8 @@ describe('the organization field tables in every door', () => {
   it("puts every row with a control in the console's forms, with a label in every language, and reads back what it shows", () => {
     const values = formValues(ORGANIZATION_FIELDS, EVERY_ORGANIZATION_FIELD);
     const page = organizationFormPage(consoleFrame('/console/orgs/new'), { action: '/c/o', values, cancel: '/c/o', operation: 'create' });
-    for (const field of ORGANIZATION_FIELDS) {
-      if (field.form === null) continue;
-      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
-      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
-    }
-    const posted: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : (value as string | string[]);
-    const input = inputOf(ORGANIZATION_FIELDS, postedValues(ORGANIZATION_FIELDS, posted), Object.keys(values));
-    for (const field of ORGANIZATION_FIELDS.filter((row) => row.form !== null))
-      assert.deepEqual(input[field.name], EVERY_ORGANIZATION_FIELD[field.name], `${field.name} through the form`);
+    assertFormHas(ORGANIZATION_FIELDS, page);
+    assertFormPostsBack(ORGANIZATION_FIELDS, values, EVERY_ORGANIZATION_FIELD);
     const members = organizationPage(consoleFrame('/console/orgs/x'), {
       title: 'Every Field Inc.',
       facts: [],
@@ -1210,8 +1122,7 @@ describe('the organization field tables in every door', () => {
     assertHelpNames(ORGANIZATION_FIELDS, 'org add', 'create');
     assertHelpNames(ORGANIZATION_FIELDS, 'org update', 'update');
     assertHelpNames(ORGANIZATION_MEMBER_FIELDS, 'org member', 'create');
-    for (const field of [...ORGANIZATION_FIELDS, ...ORGANIZATION_MEMBER_FIELDS])
-      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    assertRefusalsName([...ORGANIZATION_FIELDS, ...ORGANIZATION_MEMBER_FIELDS]);
   });
 
   it('reads back an organization with every field the same through the command and the admin API, and its members', async () => {

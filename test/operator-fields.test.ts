@@ -656,106 +656,96 @@ describe('the provider field table in every door', () => {
   }
 });
 
-/** A value for each field a webhook is added with, each unlike any default. */
-const EVERY_WEBHOOK_FIELD: Readonly<Record<string, unknown>> = {
-  url: 'https://hooks.example.com/tessera?every=field',
-  events: ['user.disabled', 'client.deleted', 'signin.failed'],
-};
+/**
+ * The blocks of a noun whose secret is made once, answered when it is made and never again
+ * (a webhook's signing secret, a SCIM token): the table in every door, and a registration
+ * with every field read back the same through the command and the admin API.
+ */
+function describeMadeOnce(noun: {
+  readonly name: string;
+  readonly table: FieldTable;
+  readonly every: Readonly<Record<string, unknown>>;
+  readonly paths: { readonly collection: string; readonly item: string };
+  readonly form: (values: Record<string, unknown>) => string;
+  /** The command's words that add one, and the entry of its help that names their options. */
+  readonly add: readonly string[];
+  readonly help: string;
+  /** A second with the same fields is refused (409): their name is taken once. */
+  readonly named: boolean;
+  /** The answer's field that holds the secret, and what it looks like. */
+  readonly secret: { readonly field: string; readonly pattern: RegExp };
+  readonly openApiCase: string;
+}): void {
+  const { table, every, paths, secret } = noun;
+  describe(`the ${noun.name} field table in every door`, () => {
+    it('has the table cover every field the test sets', () => {
+      assertCovers(table, every);
+    });
 
-describe('the webhook field table in every door', () => {
-  it('has the table cover every field the test sets', () => {
-    assertCovers(WEBHOOK_FIELDS, EVERY_WEBHOOK_FIELD);
-  });
+    it(`puts every row in the OpenAPI document: ${noun.openApiCase}, and every answer`, async () => {
+      assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, table, paths);
+    });
 
-  it('puts every row in the OpenAPI document: the request that adds one, and every answer', async () => {
-    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, WEBHOOK_FIELDS, {
-      collection: '/webhooks',
-      item: '/webhooks/{id}',
+    it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
+      const values = formValues(table, every);
+      assertFormHas(table, noun.form(values));
+      assertFormPostsBack(table, values, every);
+    });
+
+    it("gives every row an option of the command's, named in its help and in its refusals", () => {
+      assertHelpNames(table, noun.help, 'create');
+      assertRefusalsName(table);
+    });
+
+    it(`reads back a ${noun.name} with every field the same through the command and the admin API, its ${secret.field} only when made`, async () => {
+      const { args } = argumentsOf(table, 'create', every);
+      const added = await runTessera([...noun.add, ...args, '--json'], { TESSERA_DATABASE: server.config.database });
+      assert.equal(added.code, 0, added.stderr);
+      const { [secret.field]: made, ...fromCommand } = JSON.parse(added.stdout) as Record<string, unknown>;
+      assert.match(String(made), secret.pattern);
+      const path = `${paths.collection}/${String(fromCommand['id'])}`;
+      const read = (await api('GET', path)).body;
+      assert.deepEqual(read, fromCommand, 'the admin API reads what the command wrote, every field of the table');
+      assert.deepEqual(Object.keys(read).sort(), table.map((field) => field.name).sort());
+      for (const field of table.filter(writable)) assert.deepEqual(read[field.name], every[field.name], field.name);
+      if (noun.named) assert.equal((await api('POST', paths.collection, every)).status, 409, 'a name is taken once');
+      assert.equal((await api('DELETE', path)).status, 204);
+
+      const fromApi = await api('POST', paths.collection, every);
+      assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
+      const { [secret.field]: answeredSecret, ...answered } = fromApi.body;
+      assert.match(String(answeredSecret), secret.pattern);
+      assert.deepEqual((await api('GET', `${paths.collection}/${String(answered['id'])}`)).body, answered, 'the admin API makes every field');
+      assert.equal((await api('DELETE', `${paths.collection}/${String(answered['id'])}`)).status, 204);
     });
   });
+}
 
-  it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
-    const values = formValues(WEBHOOK_FIELDS, EVERY_WEBHOOK_FIELD);
-    const page = webhookFormPage(consoleFrame('/console/webhooks/new'), { action: '/c/w', values, cancel: '/c/w' });
-    assertFormHas(WEBHOOK_FIELDS, page);
-    assertFormPostsBack(WEBHOOK_FIELDS, values, EVERY_WEBHOOK_FIELD);
-  });
-
-  it("gives every row an option of the command's, named in its help and in its refusals", () => {
-    assertHelpNames(WEBHOOK_FIELDS, 'webhook add', 'create');
-    assertRefusalsName(WEBHOOK_FIELDS);
-  });
-
-  it('reads back a webhook with every field the same through the command and the admin API, its secret only when made', async () => {
-    const { args } = argumentsOf(WEBHOOK_FIELDS, 'create', EVERY_WEBHOOK_FIELD);
-    const added = await runTessera(['webhook', 'add', ...args, '--json'], { TESSERA_DATABASE: server.config.database });
-    assert.equal(added.code, 0, added.stderr);
-    const { secret, ...fromCommand } = JSON.parse(added.stdout) as Record<string, unknown>;
-    assert.match(String(secret), /^whsec_/);
-    const path = `/webhooks/${String(fromCommand['id'])}`;
-    const read = (await api('GET', path)).body;
-    assert.deepEqual(read, fromCommand, 'the admin API reads what the command wrote, every field of the table');
-    assert.deepEqual(Object.keys(read).sort(), WEBHOOK_FIELDS.map((field) => field.name).sort());
-    for (const field of WEBHOOK_FIELDS.filter(writable)) assert.deepEqual(read[field.name], EVERY_WEBHOOK_FIELD[field.name], field.name);
-    assert.equal((await api('DELETE', path)).status, 204);
-
-    const fromApi = await api('POST', '/webhooks', EVERY_WEBHOOK_FIELD);
-    assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
-    const { secret: apiSecret, ...answered } = fromApi.body;
-    assert.match(String(apiSecret), /^whsec_/);
-    assert.deepEqual((await api('GET', `/webhooks/${String(answered['id'])}`)).body, answered, 'the admin API adds every field');
-    assert.equal((await api('DELETE', `/webhooks/${String(answered['id'])}`)).status, 204);
-  });
+describeMadeOnce({
+  name: 'webhook',
+  table: WEBHOOK_FIELDS,
+  // Each unlike any default.
+  every: { url: 'https://hooks.example.com/tessera?every=field', events: ['user.disabled', 'client.deleted', 'signin.failed'] },
+  paths: { collection: '/webhooks', item: '/webhooks/{id}' },
+  form: (values) => webhookFormPage(consoleFrame('/console/webhooks/new'), { action: '/c/w', values: values as never, cancel: '/c/w' }),
+  add: ['webhook', 'add'],
+  help: 'webhook add',
+  named: false,
+  secret: { field: 'secret', pattern: /^whsec_/ },
+  openApiCase: 'the request that adds one',
 });
 
-/** A value for each field a SCIM token is made with. */
-const EVERY_SCIM_TOKEN_FIELD: Readonly<Record<string, unknown>> = { name: 'Entra ID (every field)' };
-
-describe('the SCIM token field table in every door', () => {
-  it('has the table cover every field the test sets', () => {
-    assertCovers(SCIM_TOKEN_FIELDS, EVERY_SCIM_TOKEN_FIELD);
-  });
-
-  it('puts every row in the OpenAPI document: the request that makes one, and every answer', async () => {
-    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, SCIM_TOKEN_FIELDS, {
-      collection: '/scim-tokens',
-      item: '/scim-tokens/{id}',
-    });
-  });
-
-  it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
-    const values = formValues(SCIM_TOKEN_FIELDS, EVERY_SCIM_TOKEN_FIELD);
-    const page = scimTokenFormPage(consoleFrame('/console/scim/tokens/new'), { action: '/c/s/tokens', values, cancel: '/c/s' });
-    assertFormHas(SCIM_TOKEN_FIELDS, page);
-    assertFormPostsBack(SCIM_TOKEN_FIELDS, values, EVERY_SCIM_TOKEN_FIELD);
-  });
-
-  it("gives every row an option of the command's, named in its help and in its refusals", () => {
-    assertHelpNames(SCIM_TOKEN_FIELDS, 'scim token', 'create');
-    assertRefusalsName(SCIM_TOKEN_FIELDS);
-  });
-
-  it('reads back a SCIM token with every field the same through the command and the admin API, the token only when made', async () => {
-    const { args } = argumentsOf(SCIM_TOKEN_FIELDS, 'create', EVERY_SCIM_TOKEN_FIELD);
-    const added = await runTessera(['scim', 'token', 'add', ...args, '--json'], { TESSERA_DATABASE: server.config.database });
-    assert.equal(added.code, 0, added.stderr);
-    const { token: made, ...fromCommand } = JSON.parse(added.stdout) as Record<string, unknown>;
-    assert.match(String(made), /^scim_/);
-    const path = `/scim-tokens/${String(fromCommand['id'])}`;
-    const read = (await api('GET', path)).body;
-    assert.deepEqual(read, fromCommand, 'the admin API reads what the command wrote, every field of the table');
-    assert.deepEqual(Object.keys(read).sort(), SCIM_TOKEN_FIELDS.map((field) => field.name).sort());
-    for (const field of SCIM_TOKEN_FIELDS.filter(writable)) assert.deepEqual(read[field.name], EVERY_SCIM_TOKEN_FIELD[field.name], field.name);
-    assert.equal((await api('POST', '/scim-tokens', EVERY_SCIM_TOKEN_FIELD)).status, 409, 'a name is taken once');
-    assert.equal((await api('DELETE', path)).status, 204);
-
-    const fromApi = await api('POST', '/scim-tokens', EVERY_SCIM_TOKEN_FIELD);
-    assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
-    const { token: apiToken, ...answered } = fromApi.body;
-    assert.match(String(apiToken), /^scim_/);
-    assert.deepEqual((await api('GET', `/scim-tokens/${String(answered['id'])}`)).body, answered, 'the admin API makes every field');
-    assert.equal((await api('DELETE', `/scim-tokens/${String(answered['id'])}`)).status, 204);
-  });
+describeMadeOnce({
+  name: 'SCIM token',
+  table: SCIM_TOKEN_FIELDS,
+  every: { name: 'Entra ID (every field)' },
+  paths: { collection: '/scim-tokens', item: '/scim-tokens/{id}' },
+  form: (values) => scimTokenFormPage(consoleFrame('/console/scim/tokens/new'), { action: '/c/s/tokens', values: values as never, cancel: '/c/s' }),
+  add: ['scim', 'token', 'add'],
+  help: 'scim token',
+  named: true,
+  secret: { field: 'token', pattern: /^scim_/ },
+  openApiCase: 'the request that makes one',
 });
 
 /** The users' table as rows of any kind (the test reads kinds the table may not have yet). */

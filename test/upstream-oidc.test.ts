@@ -75,6 +75,25 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
 
   const authorize = (extra: Record<string, string> = {}) => authorizationAttempt(config, extra);
 
+  /** An app's authorization request in a new page, taken to the upstream by its link on Acme's sign-in page. */
+  async function continueUpstream(extra: Record<string, string> = {}) {
+    const { page, callback } = await appPage();
+    const attempt = await authorize(extra);
+    await page.goto(attempt.url.href);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    return { page, callback, attempt };
+  }
+
+  /** The app's tokens for the code of the redirect back to it. */
+  async function redeem(callback: Promise<URL>, attempt: Awaited<ReturnType<typeof authorize>>) {
+    return oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
+      pkceCodeVerifier: attempt.verifier,
+      expectedState: attempt.state,
+      expectedNonce: attempt.nonce,
+      idTokenExpected: true,
+    });
+  }
+
   /** At the upstream Tessera's own sign-in page. */
   async function signInUpstream(page: Page, username: string, password: string): Promise<void> {
     // Acme's own sign-in page has the same heading: wait to be at the upstream first.
@@ -131,19 +150,11 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   }
 
   it('signs in with the upstream account into an app, whose tokens carry the claims from upstream', async () => {
-    const { page, callback } = await appPage();
-    const attempt = await authorize();
-    await page.goto(attempt.url.href);
-    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    const { page, callback, attempt } = await continueUpstream();
     await signInUpstream(page, 'ada', 'ada password 1');
     // Back at Acme, signed in: the app's consent page.
     await page.getByRole('button', { name: 'Approve' }).click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: attempt.verifier,
-      expectedState: attempt.state,
-      expectedNonce: attempt.nonce,
-      idTokenExpected: true,
-    });
+    const tokens = await redeem(callback, attempt);
     const claims = tokens.claims()!;
     // The upstream checked Ada's password (its ID token says amr ["pwd"]); Acme repeats what
     // it was told, no more: no password was checked here, and no "federated" value exists.
@@ -172,18 +183,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   });
 
   it('signs in again as the same user through the link, without a second account', async () => {
-    const { page, callback } = await appPage();
-    const attempt = await authorize();
-    await page.goto(attempt.url.href);
-    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    const { page, callback, attempt } = await continueUpstream();
     await signInUpstream(page, 'ada', 'ada password 1');
     // The approval is remembered from the first sign-in: straight back to the app.
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: attempt.verifier,
-      expectedState: attempt.state,
-      expectedNonce: attempt.nonce,
-      idTokenExpected: true,
-    });
+    const tokens = await redeem(callback, attempt);
     assert.equal(tokens.claims()?.sub, (await downstream.store.users.findByUsername('ada'))?.id);
     assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada@example.com').length, 1);
     await page.context().close();
@@ -208,10 +211,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     const hedy = await withCodes('hedy');
     const ivy = await withCodes('ivy');
     const signInWithCode = async (username: string, secret: string) => {
-      const { page, callback } = await appPage();
-      const attempt = await authorize({ acr_values: 'urn:tessera:acr:mfa' });
-      await page.goto(attempt.url.href);
-      await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+      const { page, callback, attempt } = await continueUpstream({ acr_values: 'urn:tessera:acr:mfa' });
       await signInUpstream(page, username, `${username} password 1`);
       await reach(page, page.getByRole('heading', { name: 'Enter your code' }), 'the page "Enter your code"');
       await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, Date.now()));
@@ -239,12 +239,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     try {
       const trusted = await signInWithCode('ivy', ivy);
       await trusted.page.getByRole('button', { name: 'Approve' }).click();
-      const tokens = await oidc.authorizationCodeGrant(config, await within(trusted.callback, 'the redirect back to the app'), {
-        pkceCodeVerifier: trusted.attempt.verifier,
-        expectedState: trusted.attempt.state,
-        expectedNonce: trusted.attempt.nonce,
-        idTokenExpected: true,
-      });
+      const tokens = await redeem(trusted.callback, trusted.attempt);
       const claims = tokens.claims()!;
       assert.deepEqual(claims.amr, ['pwd', 'otp', 'mfa']);
       assert.equal(claims.acr, 'urn:tessera:acr:mfa');
@@ -257,18 +252,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
 
   it('links an existing Acme account by its verified e-mail address, when the provider allows linking', async () => {
     const local = await downstream.addUser({ username: 'grace.local', email: 'grace@example.com', profile: { emailVerified: true } });
-    const { page, callback } = await appPage();
-    const attempt = await authorize();
-    await page.goto(attempt.url.href);
-    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    const { page, callback, attempt } = await continueUpstream();
     await signInUpstream(page, 'grace', 'grace password 1');
     await page.getByRole('button', { name: 'Approve' }).click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: attempt.verifier,
-      expectedState: attempt.state,
-      expectedNonce: attempt.nonce,
-      idTokenExpected: true,
-    });
+    const tokens = await redeem(callback, attempt);
     assert.equal(tokens.claims()?.sub, local.id, 'signed in as the existing account');
     const linked = await downstream.store.events.list({ type: 'identity.linked', userId: local.id, limit: 5 });
     assert.equal(linked[0]?.detail['how'], 'email');

@@ -134,10 +134,28 @@ const REWRITES: readonly Rewrite[] = [
     why: "the SAML endpoints' XML parser, required from the bundle itself",
   },
   {
+    file: 'src/flows/saml/xml.ts',
+    from: "createRequire(import.meta.url)('xml-crypto')",
+    to: () => "require('xml-crypto')",
+    why: 'the XML Signature library, required from the bundle itself',
+  },
+  {
     file: 'src/flows/saml/response.ts',
     from: "createRequire(import.meta.url)('xml-encryption')",
     to: () => "require('xml-encryption')",
     why: 'the encryption of assertions for SPs that registered a certificate, required from the bundle itself',
+  },
+  {
+    file: 'src/flows/upstream/ldap.ts',
+    from: "createRequire(import.meta.url)('ldapts')",
+    to: () => "require('ldapts')",
+    why: 'the LDAP client, required from the bundle itself when a directory is first asked',
+  },
+  {
+    file: 'src/flows/manage/providers.ts',
+    from: "createRequire(import.meta.url)('ldapts')",
+    to: () => "require('ldapts')",
+    why: "the LDAP filter parser, required from the bundle itself when a directory's filter is first checked",
   },
   {
     file: 'src/cli/main.ts',

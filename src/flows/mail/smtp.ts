@@ -4,7 +4,7 @@
  * (RFC 2047), and the outbox has already refused an address with a line break in it
  * (./outbox.ts), so no value reaches the conversation as a command or a header of its own.
  */
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { MailSettings } from '../../config/types.ts';
 
 /** One message, ready to go. */
@@ -29,25 +29,31 @@ export function smtpTransport(settings: MailSettings, name: string): MailTranspo
   const from = settings.from;
   const secure = url.protocol === 'smtps:';
   const timeout = settings.timeoutSeconds * 1000;
-  const transport = nodemailer.createTransport({
-    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-    port: url.port === '' ? (secure ? 465 : 587) : Number(url.port),
-    secure,
-    // STARTTLS: required, tried when offered, or never (a test server on loopback).
-    requireTLS: !secure && settings.startTls === 'require',
-    ignoreTLS: !secure && settings.startTls === 'off',
-    name,
-    ...(url.username === '' ? {} : { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } }),
-    connectionTimeout: timeout,
-    greetingTimeout: timeout,
-    socketTimeout: timeout,
-    // A message names no file or URL for nodemailer to read: nothing outside it is attached.
-    disableFileAccess: true,
-    disableUrlAccess: true,
-  });
+  // nodemailer is loaded with the first message, not at start: about 2.5 MiB that a server
+  // without mail, or one that has sent none yet, does not hold.
+  let transport: Promise<Transporter> | undefined;
+  const open = () =>
+    (transport ??= import('nodemailer').then(({ default: nodemailer }) =>
+      nodemailer.createTransport({
+        host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+        port: url.port === '' ? (secure ? 465 : 587) : Number(url.port),
+        secure,
+        // STARTTLS: required, tried when offered, or never (a test server on loopback).
+        requireTLS: !secure && settings.startTls === 'require',
+        ignoreTLS: !secure && settings.startTls === 'off',
+        name,
+        ...(url.username === '' ? {} : { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } }),
+        connectionTimeout: timeout,
+        greetingTimeout: timeout,
+        socketTimeout: timeout,
+        // A message names no file or URL for nodemailer to read: nothing outside it is attached.
+        disableFileAccess: true,
+        disableUrlAccess: true,
+      }),
+    ));
   return {
     async send(message) {
-      await transport.sendMail({
+      await (await open()).sendMail({
         from: { name: from.name, address: from.address },
         to: { name: message.to.name, address: message.to.address },
         subject: message.subject,
@@ -56,6 +62,6 @@ export function smtpTransport(settings: MailSettings, name: string): MailTranspo
         messageId: message.messageId,
       });
     },
-    close: () => transport.close(),
+    close: () => void transport?.then((opened) => opened.close()),
   };
 }

@@ -9,11 +9,10 @@
  */
 import { createPublicKey, verify, X509Certificate } from 'node:crypto';
 import { inflateRawSync } from 'node:zlib';
-import { SignedXml } from 'xml-crypto';
 import { hashSecret } from '../../core/crypto.ts';
 import type { SamlServiceProviderRecord, Store } from '../../store/types.ts';
 import { BINDINGS, NAME_ID_FORMAT_URIS, nameIdFormatOf, UNSPECIFIED_NAME_ID } from './metadata-import.ts';
-import { attribute, children, onlyChild, parseXml, SAML_NS, textOf, XmlRefusal, type XmlElement } from './xml.ts';
+import { attribute, children, onlyChild, parseXml, SAML_NS, textOf, xmlCrypto, XmlRefusal, type XmlElement } from './xml.ts';
 
 /** Why a request is refused: each has its page text (ui/locales `saml.refused.REASON`) and is the event's `detail.reason`. */
 export const SAML_REFUSALS = [
@@ -167,6 +166,7 @@ function checkPostSignature(xml: string, root: XmlElement, sp: SamlServiceProvid
   const key = certificateKey(sp);
   if (key === null) throw refuse('bad_signature', 'the request is signed, but no certificate of the SP is registered to check it with', sp.entityId);
   const id = attribute(root, 'ID');
+  const { SignedXml } = xmlCrypto();
   const checker = new SignedXml({ publicCert: sp.certificate!, getCertFromKeyInfo: () => null });
   try {
     checker.loadSignature(signatures[0] as never);

@@ -8,14 +8,13 @@
 import { createHmac, randomBytes, sign as signBytes, X509Certificate, type KeyObject } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { deflateRawSync } from 'node:zlib';
-import { SignedXml } from 'xml-crypto';
 import type { SamlServiceProviderRecord, SloBinding, UserRecord } from '../../store/types.ts';
 import type { NAME_ID_FORMAT_URIS } from './metadata-import.ts';
 import { SIGNATURE_ALGORITHMS } from './request.ts';
-import { SAML_NS, xmlEscape } from './xml.ts';
+import { SAML_NS, xmlCrypto, xmlEscape } from './xml.ts';
 
 /** xml-encryption (the XML Encryption library node-saml decrypts with), without type declarations of its own. */
-const { encrypt: encryptXml } = createRequire(import.meta.url)('xml-encryption') as {
+interface XmlEncryption {
   encrypt(
     content: string,
     options: {
@@ -27,7 +26,10 @@ const { encrypt: encryptXml } = createRequire(import.meta.url)('xml-encryption')
     },
     callback: (error: Error | null, encrypted: string) => void,
   ): void;
-};
+}
+/** Loaded with the first assertion encrypted: few SPs register a certificate to encrypt for. */
+let xmlEncryptionModule: XmlEncryption | undefined;
+const xmlEncryption = () => (xmlEncryptionModule ??= createRequire(import.meta.url)('xml-encryption') as XmlEncryption);
 
 /** SAML Core §3.2.2.2: the status codes this IdP answers with. */
 export const STATUS = {
@@ -82,6 +84,7 @@ export interface SamlSigner {
  * the signature after its Issuer (the schema's place for it).
  */
 function sign(xml: string, local: 'Assertion' | 'Response' | 'LogoutRequest' | 'LogoutResponse', signer: SamlSigner): string {
+  const { SignedXml } = xmlCrypto();
   const signature = new SignedXml({
     privateKey: signer.privateKey,
     publicCert: signer.certificate,
@@ -125,7 +128,7 @@ export interface AssertionInput {
  */
 function encryptAssertion(assertion: string, certificate: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    encryptXml(
+    xmlEncryption().encrypt(
       assertion,
       {
         rsa_pub: new X509Certificate(certificate).publicKey.export({ type: 'spki', format: 'pem' }).toString(),

@@ -9,6 +9,7 @@
  * "billion laughs" and XXE need one); sizes and element counts are bounded.
  */
 import { createRequire } from 'node:module';
+import type * as XmlCrypto from 'xml-crypto';
 
 /**
  * The little of the DOM the SAML code reads. @xmldom/xmldom is loaded without its type
@@ -38,7 +39,14 @@ interface XmlDom {
     errorHandler: Record<'warning' | 'error' | 'fatalError', (message: unknown) => void>;
   }) => { parseFromString(text: string, type: string): XmlDocument };
 }
-const { DOMParser } = createRequire(import.meta.url)('@xmldom/xmldom') as XmlDom;
+// The XML libraries are loaded on first use: the parser with the first document, xml-crypto
+// with the first signature made or checked (and xml-encryption with the first assertion
+// encrypted, ./response.ts), so that a server no SP calls does not hold them (about 1.5 MiB).
+let xmlDom: XmlDom | undefined;
+const domParser = () => (xmlDom ??= createRequire(import.meta.url)('@xmldom/xmldom') as XmlDom).DOMParser;
+let xmlCryptoModule: typeof XmlCrypto | undefined;
+/** xml-crypto, which signs and checks signatures (XML Signature), loaded with the first of them. */
+export const xmlCrypto = (): typeof XmlCrypto => (xmlCryptoModule ??= createRequire(import.meta.url)('xml-crypto') as typeof XmlCrypto);
 
 export const SAML_NS = {
   protocol: 'urn:oasis:names:tc:SAML:2.0:protocol',
@@ -72,6 +80,7 @@ export function parseXml(text: string, maxChars: number): XmlDocument {
   if (/<!DOCTYPE|<!ENTITY/i.test(text)) throw new XmlRefusal('doctype', 'a document type declaration is not allowed');
   const problems: string[] = [];
   const note = (message: unknown) => void problems.push(String(message).split('\n')[0]!.slice(0, 200));
+  const DOMParser = domParser();
   const document = new DOMParser({ errorHandler: { warning: note, error: note, fatalError: note } }).parseFromString(text, 'text/xml');
   if (problems.length > 0) throw new XmlRefusal('malformed', `not well-formed XML: ${problems[0]}`);
   if (document.doctype !== null && document.doctype !== undefined) throw new XmlRefusal('doctype', 'a document type declaration is not allowed');

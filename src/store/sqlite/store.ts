@@ -207,21 +207,33 @@ function sqliteStore(db: DatabaseSync): Store {
   // that a request reads no client row. Kept only while no other connection has committed
   // (`PRAGMA data_version` changes exactly then: another worker, the command line) and
   // until this connection writes a client, runs a transaction or purges: a client changed or
-  // removed anywhere is read again at its next use. A read that a forgetting overtook is
-  // answered but not kept.
+  // removed anywhere is read again at its next use in a later turn of the event loop. A
+  // read that a forgetting overtook is answered but not kept.
+  // `PRAGMA data_version` is asked once a turn, not once a lookup: each asking is a read
+  // transaction of its own (a lock taken and let go on the WAL index, the file's size),
+  // which cost as much as the poll's own UPDATE; the lookups of one turn share it, as the
+  // PostgreSQL instances learn of a change from a NOTIFY between turns.
   const dataVersion = db.prepare('PRAGMA data_version');
   const clientRecords = new Map<string, ClientRecord>();
   let seenVersion: unknown;
+  let versionAsked = false;
+  const askAgain = () => {
+    versionAsked = false;
+  };
   let generation = 0;
   const forgetClients = () => {
     clientRecords.clear();
     generation += 1;
   };
   const getClient = async (id: string): Promise<ClientRecord | null> => {
-    const version = (dataVersion.get() as { data_version?: unknown } | undefined)?.data_version;
-    if (version !== seenVersion) {
-      seenVersion = version;
-      forgetClients();
+    if (!versionAsked) {
+      versionAsked = true;
+      setImmediate(askAgain);
+      const version = (dataVersion.get() as { data_version?: unknown } | undefined)?.data_version;
+      if (version !== seenVersion) {
+        seenVersion = version;
+        forgetClients();
+      }
     }
     const kept = clientRecords.get(id);
     if (kept !== undefined) return kept;

@@ -351,7 +351,8 @@ export const SETTINGS = [
     default: 1,
     min: 1,
     max: 64,
-    description: 'server processes sharing the port (node:cluster) and the store, to use several cores',
+    description:
+      'worker threads of one process on an SQLite file (one writer for all; the port shared), processes (node:cluster) on PostgreSQL, to use several cores',
   },
   {
     name: 'TESSERA_ACCESS_TOKEN_ALG',

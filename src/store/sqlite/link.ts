@@ -80,15 +80,18 @@ export class WriterLink {
   readonly #waiting = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>();
   #next = 0;
   #closed = false;
+  #outgoing: Message[] = [];
 
   constructor(port: MessagePort) {
     this.#port = port;
-    port.on('message', (answer: Answer) => {
-      const waiting = this.#waiting.get(answer.id);
-      if (waiting === undefined) return;
-      this.#waiting.delete(answer.id);
-      if (answer.ok) waiting.resolve(answer.value);
-      else waiting.reject(receive(answer.error));
+    port.on('message', (answers: readonly Answer[]) => {
+      for (const answer of answers) {
+        const waiting = this.#waiting.get(answer.id);
+        if (waiting === undefined) continue;
+        this.#waiting.delete(answer.id);
+        if (answer.ok) waiting.resolve(answer.value);
+        else waiting.reject(receive(answer.error));
+      }
     });
     port.on('close', () => this.#gone());
   }
@@ -98,9 +101,21 @@ export class WriterLink {
     return new Promise<T>((resolve, reject) => {
       const id = (this.#next += 1);
       this.#waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      this.#port.postMessage({ id, request } satisfies Message);
+      this.#outgoing.push({ id, request });
+      if (this.#outgoing.length === 1) setImmediate(this.#send);
     });
   }
+
+  /**
+   * The requests of one round of the event loop go in one message: each message wakes the
+   * writer's thread and is copied on its own, and a round's requests meet the writer's
+   * group commit together anyway.
+   */
+  readonly #send = () => {
+    const batch = this.#outgoing;
+    this.#outgoing = [];
+    if (!this.#closed) this.#port.postMessage(batch);
+  };
 
   close(): void {
     this.#port.close();
@@ -117,16 +132,29 @@ export class WriterLink {
 
 /** The writer's end: answers each request with what `handle` resolves to, or its failure. */
 export function answerRequests(port: MessagePort, handle: (request: WriteRequest) => Promise<unknown>): void {
-  port.on('message', ({ id, request }: Message) => {
-    let answered: Promise<unknown>;
-    try {
-      answered = handle(request);
-    } catch (error) {
-      answered = Promise.reject(error);
+  // The answers of one round go back in one message, as the requests came.
+  let outgoing: Answer[] = [];
+  const flush = () => {
+    const batch = outgoing;
+    outgoing = [];
+    port.postMessage(batch);
+  };
+  const answer = (each: Answer) => {
+    outgoing.push(each);
+    if (outgoing.length === 1) setImmediate(flush);
+  };
+  port.on('message', (messages: readonly Message[]) => {
+    for (const { id, request } of messages) {
+      let answered: Promise<unknown>;
+      try {
+        answered = handle(request);
+      } catch (error) {
+        answered = Promise.reject(error);
+      }
+      answered.then(
+        (value) => answer({ id, ok: true, value }),
+        (error: unknown) => answer({ id, ok: false, error: send(error) }),
+      );
     }
-    answered.then(
-      (value) => port.postMessage({ id, ok: true, value } satisfies Answer),
-      (error: unknown) => port.postMessage({ id, ok: false, error: send(error) } satisfies Answer),
-    );
   });
 }

@@ -867,9 +867,12 @@ async function servePrimary(config: Config): Promise<void> {
   await ready;
 }
 
-if (isMainThread && import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main().catch((error: unknown) => {
-    process.stderr.write(`tessera: ${startRefusal(error, 'start')}\n`);
-    process.exit(1);
-  });
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  // A worker thread loads this module too (src/thread.ts), under the same command line.
+  if (isMainThread) {
+    main().catch((error: unknown) => {
+      process.stderr.write(`tessera: ${startRefusal(error, 'start')}\n`);
+      process.exit(1);
+    });
+  }
 }

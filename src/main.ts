@@ -580,12 +580,13 @@ export async function serve(config: Config): Promise<void> {
 /**
  * Whether `TESSERA_WORKERS` above 1 runs worker threads in this process (an SQLite file,
  * `startThreads`) rather than node:cluster processes: PostgreSQL, which needs no single
- * writer, an in-memory database, which a second connection would not see, and the single
- * executable, which has no script file for a thread to load.
+ * writer, an in-memory database, which a second connection would not see, the single
+ * executable, which has no script file for a thread to load, and systems other than Linux,
+ * where Node.js's `reusePort` is refused or does not deal the connections out.
  */
 function threadsServe(config: Config): boolean {
   const location = parseDatabase(config.database);
-  return location.kind === 'sqlite' && location.path !== ':memory:' && !isSea();
+  return location.kind === 'sqlite' && location.path !== ':memory:' && !isSea() && process.platform === 'linux';
 }
 
 /** The worker threads' server, as `startThreads` starts it. */

@@ -352,7 +352,7 @@ export const SETTINGS = [
     min: 1,
     max: 64,
     description:
-      'worker threads of one process on an SQLite file (one writer for all; the port shared), processes (node:cluster) on PostgreSQL, to use several cores',
+      'worker threads of one process on an SQLite file on Linux (one writer for all; the port shared), processes (node:cluster) otherwise, to use several cores',
   },
   {
     name: 'TESSERA_ACCESS_TOKEN_ALG',

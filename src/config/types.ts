@@ -53,7 +53,8 @@ export interface Config {
   /**
    * `TESSERA_WORKERS` (default 1): servers sharing the port, so one machine can use all its
    * cores: worker threads of one process on an SQLite file, whose writes go to one connection
-   * in the main thread; node:cluster processes on PostgreSQL (and in the single executable).
+   * in the main thread (on Linux); node:cluster processes on PostgreSQL, in the single
+   * executable and elsewhere.
    */
   readonly workers: number;
   /**

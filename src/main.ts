@@ -115,12 +115,14 @@ function purgeRetention(config: Config): PurgeRetention {
 }
 
 /**
- * How a worker thread serves (startThreads): on the port every thread listens on, its writes
- * sent to the main thread's one writer over `writes`.
+ * How a server of `startThreads` serves: on the port every thread listens on. A worker
+ * thread sends its writes to the main thread's one writer over `writes`; the main thread
+ * (`writes` null) serves from the writer's own store, `store`, which it does not close.
  */
 export interface ThreadRole {
-  readonly writes: MessagePort;
-  /** Hands the thread's metrics over, for the main thread to ask for and sum. */
+  readonly writes: MessagePort | null;
+  readonly store?: Store;
+  /** Hands the server's metrics over, for the main thread to ask for and sum. */
   readonly metrics: (registry: Registry) => void;
 }
 
@@ -404,12 +406,12 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
   const config = picked?.config ?? settings;
   // A server that cannot start (the store, the keys) lets go of the port it picked.
   const release = () => new Promise<void>((resolve) => (picked ? picked.server.close(() => resolve()) : resolve()));
-  const store = await openConfiguredStore(config, storeReport, thread ? () => openThreadStore(config, thread.writes) : undefined).catch(
-    async (error: unknown) => {
-      await release();
-      throw error;
-    },
-  );
+  const writes = thread?.writes ?? null;
+  const opening = thread ? (writes ? () => openThreadStore(config, writes) : async () => thread.store!) : undefined;
+  const store = await openConfiguredStore(config, storeReport, opening).catch(async (error: unknown) => {
+    await release();
+    throw error;
+  });
   // The key encryption key also seals upstream providers' secrets (tokens/secret-box.ts).
   const encryption = await Promise.resolve()
     .then(() => loadKeyEncryption(config.keyEncryption))
@@ -430,7 +432,7 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
   const readiness = new Readiness();
   const app = await buildApp({ config, store, keys, encryption, clock: systemClock, readiness, ...(metrics ? { metrics } : {}) });
   // Worker threads leave the purge to the main thread, which writes for them all.
-  const stopPurge = thread
+  const stopPurge = writes
     ? async () => {}
     : schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, purgeRetention(config));
   let address: string;
@@ -492,7 +494,8 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
           server.closeAllConnections();
         });
       }
-      await store.close();
+      // The writer's store, shared with worker threads, is closed by whoever opened it.
+      if (!thread?.store) await store.close();
     })());
   const running: RunningServer = {
     app,
@@ -595,7 +598,7 @@ export interface ThreadedServer {
   readonly url: string;
   /** Where the sum of the threads' metrics is served, when TESSERA_METRICS_PORT is set. */
   readonly metricsUrl: string | null;
-  /** The threads serving now (a test stops one to see it replaced). */
+  /** The worker threads serving now beside the main thread (a test stops one to see it replaced). */
   threads(): readonly Worker[];
   /** Stops every thread at once (SIGINT), then the writer. */
   close(): Promise<void>;
@@ -613,15 +616,18 @@ export type ThreadMessage =
 export type ThreadCommand = { readonly type: 'metrics'; readonly id: number } | { readonly type: 'drain' | 'close' };
 
 /**
- * `config.workers` worker threads in this process, on an SQLite file: the main thread
- * prepares the store (migrations, signing keys) and owns the one connection that writes,
- * whose group commit commits the writes of every thread that arrive in one of its turns
- * together; each thread builds the app, listens on the same port (SO_REUSEPORT: the kernel
- * deals the connections out), reads on a connection of its own and sends its writes to the
- * writer over a MessagePort. One connection writing keeps its page cache, where each
- * process's connection threw it away at every other process's commit (docs/benchmarks.md).
- * A thread that dies is replaced; one that dies before it listened stops the start, as its
- * replacement would fail the same way. The purge runs here, once.
+ * `config.workers` servers in this process, on an SQLite file: the main thread prepares the
+ * store (migrations, signing keys), owns the one connection that writes, whose group commit
+ * commits the writes of every thread that arrive in one of its turns together, and serves
+ * from it; `config.workers - 1` worker threads each build the app, listen on the same port
+ * (SO_REUSEPORT: the kernel deals the connections out), read on a connection of their own
+ * and send their writes to the writer over a MessagePort. One connection writing keeps its
+ * page cache, where each process's connection threw it away at every other process's commit
+ * (docs/benchmarks.md); the main thread serving too, rather than only writing, leaves one
+ * JavaScript thread a server, as processes had (a writer thread of its own cost a quarter
+ * more CPU per device authorization on two cores). A thread that dies is replaced; one that
+ * dies before it listened stops the start, as its replacement would fail the same way. The
+ * purge runs in the main thread, once.
  */
 export async function startThreads(settings: Config): Promise<ThreadedServer> {
   const location = parseDatabase(settings.database);
@@ -649,7 +655,8 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
         contentType: new AggregatorRegistry().contentType,
         metrics: async () => {
           const serving = [...live].filter(([, state]) => state.listening).map(([worker]) => worker);
-          return AggregatorRegistry.aggregate(await Promise.all(serving.map(ask))).metrics();
+          const own = mainRegistry === null ? [] : [mainRegistry.getMetricsAsJSON()];
+          return AggregatorRegistry.aggregate(await Promise.all([...own, ...serving.map(ask)])).metrics();
         },
       },
       host,
@@ -696,12 +703,17 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     config = onPickedPort(settings, (server.address() as AddressInfo).port);
   }
   const letGo = () => new Promise<void>((resolve) => (held ? held.close(() => resolve()) : resolve()));
-  const stopPurge = schedulePurge(
-    writer.store,
-    (error) => process.stderr.write(`tessera: purge failed: ${String(error)}\n`),
-    Math.random,
-    purgeRetention(config),
-  );
+  // The main thread serves too, from the writer's own store (its writes need no channel),
+  // and runs the purge; `config.workers - 1` worker threads beside it.
+  let mainRegistry: Registry | null = null;
+  let own: RunningServer;
+  try {
+    own = await startServer(config, undefined, { writes: null, store: writer.store, metrics: (registry) => (mainRegistry = registry) });
+  } catch (error) {
+    await letGo();
+    await release();
+    throw error;
+  }
 
   let stopping = false;
   /** Every thread of the start has listened: from then on, one that dies is replaced. */
@@ -746,7 +758,7 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     worker.on('message', (message: ThreadMessage) => {
       if (message.type === 'listening') {
         state.listening = true;
-        if (!serving && [...live.values()].filter((each) => each.listening).length >= config.workers) {
+        if (!serving && [...live.values()].filter((each) => each.listening).length >= config.workers - 1) {
           serving = true;
           started();
         }
@@ -764,8 +776,7 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
   const ending = (command: 'drain' | 'close') => async () => {
     stopping = true;
     for (const worker of live.keys()) worker.postMessage({ type: command } satisfies ThreadCommand);
-    await Promise.all(exits);
-    await stopPurge();
+    await Promise.all([own[command](), ...exits]);
     await letGo();
     await release();
   };
@@ -774,13 +785,13 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     await new Promise<void>((resolve, reject) => {
       started = resolve;
       failStart = reject;
-      for (let i = 0; i < config.workers; i += 1) start();
+      for (let i = 1; i < config.workers; i += 1) start();
     });
   } catch (error) {
     stopping = true;
     await Promise.all([...live.keys()].map((worker) => worker.terminate()));
     await Promise.all(exits);
-    await stopPurge();
+    await own.close();
     await letGo();
     await release();
     throw error;

@@ -283,8 +283,8 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
   };
   const UNLIMITED = { TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '1000000', TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '1000000' };
 
-  /** Eight clients starting devices one after another, each request on a connection of its own, until `stop`. */
-  const load = (url: string, { clientId, clientSecret }: { clientId: string; clientSecret: string }) => {
+  /** `clients` clients starting devices one after another, each request on a connection of its own, until `stop`. */
+  const load = (url: string, { clientId, clientSecret }: { clientId: string; clientSecret: string }, clients = 8) => {
     const post = (path: string, body: Record<string, string>) =>
       request(`${url}${path}`, {
         method: 'POST',
@@ -293,7 +293,7 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
         signal: AbortSignal.timeout(5000),
       });
     const state = { answered: [] as string[], failed: 0, stop: false };
-    const loops = Array.from({ length: 8 }, async () => {
+    const loops = Array.from({ length: clients }, async () => {
       while (!state.stop) {
         try {
           const response = await post('/oauth/device/authorization', { scope: 'openid' });
@@ -332,7 +332,8 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
     const killed = await serveTessera(['--workers', '4'], { TESSERA_DATABASE: database, ...UNLIMITED }, 4);
     let restarted: ServingCommand | undefined;
     try {
-      const { state, done } = load(killed.url, client);
+      // Many requests in flight, so that the kill finds writes between their answer and their commit if such a moment exists.
+      const { state, done } = load(killed.url, client, 48);
       await until(() => state.answered.length > 0, 20_000);
       await new Promise((resolve) => setTimeout(resolve, 400));
       killed.child.kill('SIGKILL');

@@ -1,6 +1,6 @@
 /**
  * The scale curves as SVG: for one scenario, requests a second and p99 latency against
- * the number of Tessera worker processes (SQLite, `--workers 1,2,4`) and of instances on one
+ * the number of Tessera workers (threads on SQLite, `--workers 1,2,4`) and of instances on one
  * PostgreSQL database (`--instances 1,2,4`), one line a series, oidc-provider (one process)
  * as a dashed level line. Plain SVG, no script, so that a Markdown page can show it as an image.
  */

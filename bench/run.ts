@@ -42,7 +42,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --warmup S            seconds of warm-up before the runs (default 1)
   --runs N              timed runs per scenario; medians are reported (default 3)
   --connections N       concurrent connections (default 50)
-  --workers N[,N...]    Tessera worker processes (node:cluster, default 1); a list (1,2,4)
+  --workers N[,N...]    Tessera workers (TESSERA_WORKERS, default 1: threads on SQLite); a list (1,2,4)
                         runs one Tessera per count in the same run, taking turns, labelled
                         tessera/sqlite xN: the worker curve, each count beside the others
   --instances N[,N...]  Tessera on PostgreSQL as N instances of one process each on one

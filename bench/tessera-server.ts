@@ -1,6 +1,6 @@
 /**
- * Tessera as the benchmark runs it: the real `serve` of src/main.ts (node:cluster workers
- * included) with the settings from the environment, and one bench-only change:
+ * Tessera as the benchmark runs it: the real `serve` of src/main.ts (its worker threads or
+ * node:cluster workers included) with the settings from the environment, and one bench-only change:
  * `BENCH_DEVICE_INTERVAL` sets the device poll interval (see docs/benchmarks.md: a pool of
  * codes polled thousands of times a second cannot wait 5 s between polls of one code).
  * Tells the driver over IPC when every worker listens.

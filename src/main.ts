@@ -2,13 +2,17 @@
  * The composition root: config -> store -> keys -> app -> listen.
  */
 import './config/require-node.ts';
-import './threadpool.ts';
-import cluster, { type Worker } from 'node:cluster';
+import { poolSizeGiven } from './threadpool.ts';
+import cluster, { type Worker as ClusterWorker } from 'node:cluster';
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { availableParallelism } from 'node:os';
+import { isSea } from 'node:sea';
+import { isMainThread, MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import type { MetricObjectWithValues, MetricValue, Registry } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { systemClock } from './core/clock.ts';
@@ -101,6 +105,35 @@ export async function prepareKeys(config: Config, store: Store, encryption: KeyE
   return keys;
 }
 
+/** The retention settings of the purge (schedulePurge). */
+function purgeRetention(config: Config): PurgeRetention {
+  return {
+    grantsMs: config.grantRetentionSeconds * 1000,
+    eventsMs: config.eventRetentionSeconds * 1000,
+    unusedClientsMs: config.registration.unusedRetentionSeconds * 1000,
+  };
+}
+
+/**
+ * How a server of `startThreads` serves: on the port every thread listens on. A worker
+ * thread sends its writes to the main thread's one writer over `writes`; the main thread
+ * (`writes` null) serves from the writer's own store, `store`, which it does not close.
+ */
+export interface ThreadRole {
+  readonly writes: MessagePort | null;
+  readonly store?: Store;
+  /** Hands the server's metrics over, for the main thread to ask for and sum. */
+  readonly metrics: (registry: Registry) => void;
+}
+
+/** A worker thread's store: reads on a connection of its own, writes through the main thread's writer. */
+async function openThreadStore(config: Config, writes: MessagePort): Promise<Store> {
+  const location = parseDatabase(config.database);
+  if (location.kind !== 'sqlite') throw new Error('worker threads serve an SQLite file only');
+  const { openSqliteThreadStore } = await import('./store/sqlite/store.ts');
+  return openSqliteThreadStore(location.path, writes);
+}
+
 export interface RunningServer {
   readonly app: FastifyInstance;
   readonly url: string;
@@ -123,6 +156,15 @@ const LOOPBACK_LITERALS = new Set(['127.0.0.1', '::1']);
 
 type Routing = FastifyInstance['routing'];
 
+/** `config` on the port the system picked: the issuer's too when it was left at port 0. */
+function onPickedPort(config: Config, port: number): Config {
+  const issuer = new URL(config.issuer);
+  if (issuer.port !== '0') return { ...config, port };
+  if (LOOPBACK_LITERALS.has(config.host)) issuer.hostname = config.host.includes(':') ? `[${config.host}]` : config.host;
+  issuer.port = String(port);
+  return { ...config, port, issuer: issuer.href.replace(/\/+$/, '') };
+}
+
 /**
  * PORT=0 without TESSERA_ISSUER (whose default is then `http://localhost:0`): the system picks
  * the port, and the issuer is where the server ended up listening. Tests start servers this
@@ -141,12 +183,9 @@ async function listenOnPickedPort(config: Config): Promise<{ server: Server; con
     server.listen(0, config.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  const issuer = new URL(config.issuer);
-  if (LOOPBACK_LITERALS.has(config.host)) issuer.hostname = config.host.includes(':') ? `[${config.host}]` : config.host;
-  issuer.port = String(port);
   return {
     server,
-    config: { ...config, port, issuer: issuer.href.replace(/\/+$/, '') },
+    config: onPickedPort(config, port),
     serve(app) {
       routing = app;
       for (const [request, response] of waiting.splice(0)) app(request, response);
@@ -277,9 +316,13 @@ export function recordedIssuer(database: string): { readonly issuer: string; rea
  * One this process may not write (a file or directory owned by another user, a read-only file
  * system: in a container, a volume not given to the image's user) says so, and what to change.
  */
-async function openConfiguredStore(config: Config, report: StoreReport): Promise<Store> {
+async function openConfiguredStore<S = Store>(
+  config: Config,
+  report: StoreReport,
+  open: () => Promise<S> = () => openStore(config.database, config.postgres) as Promise<S>,
+): Promise<S> {
   try {
-    return await openStore(config.database, config.postgres);
+    return await open();
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
     const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
@@ -335,16 +378,18 @@ function ignoredVariablesWarning(config: Config): string | null {
  * `whenServing`: called with the running server just before the line that says it serves (a
  * caller's signal handlers go in there).
  */
-export async function startServer(settings: Config, whenServing?: (running: RunningServer) => void): Promise<RunningServer> {
+export async function startServer(settings: Config, whenServing?: (running: RunningServer) => void, thread?: ThreadRole): Promise<RunningServer> {
   // The metrics listener first: one that cannot bind stops the start before anything else.
   // Loaded only when asked for: prom-client is not needed otherwise.
   const storeReport = inspectDatabase(settings);
-  if (settings.port !== 0 && !cluster.isWorker) await probeListen(settings.port, settings.host);
+  if (settings.port !== 0 && !cluster.isWorker && !thread) await probeListen(settings.port, settings.host);
   const metricsModule = settings.metrics.port === null ? null : await import('./http/metrics.ts');
   const metrics = metricsModule ? new metricsModule.Metrics() : undefined;
   let metricsServer: { server: Server; url: string } | null = null;
   if (metricsModule && metrics) {
-    if (cluster.isWorker) {
+    // The main thread serves the sum of every worker thread's metrics.
+    if (thread) thread.metrics(metrics.registry);
+    else if (cluster.isWorker) {
       // The primary serves the sum of every worker's metrics (prom-client's AggregatorRegistry).
       const { AggregatorRegistry } = await import('prom-client');
       AggregatorRegistry.setRegistries([metrics.registry]);
@@ -361,7 +406,9 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
   const config = picked?.config ?? settings;
   // A server that cannot start (the store, the keys) lets go of the port it picked.
   const release = () => new Promise<void>((resolve) => (picked ? picked.server.close(() => resolve()) : resolve()));
-  const store = await openConfiguredStore(config, storeReport).catch(async (error: unknown) => {
+  const writes = thread?.writes ?? null;
+  const opening = thread ? (writes ? () => openThreadStore(config, writes) : async () => thread.store!) : undefined;
+  const store = await openConfiguredStore(config, storeReport, opening).catch(async (error: unknown) => {
     await release();
     throw error;
   });
@@ -384,18 +431,19 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
   const { adminListenerHandler, buildApp, Readiness } = await import('./app.ts');
   const readiness = new Readiness();
   const app = await buildApp({ config, store, keys, encryption, clock: systemClock, readiness, ...(metrics ? { metrics } : {}) });
-  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, {
-    grantsMs: config.grantRetentionSeconds * 1000,
-    eventsMs: config.eventRetentionSeconds * 1000,
-    unusedClientsMs: config.registration.unusedRetentionSeconds * 1000,
-  });
+  // Worker threads leave the purge to the main thread, which writes for them all.
+  const stopPurge = writes
+    ? async () => {}
+    : schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, purgeRetention(config));
   let address: string;
   if (picked) {
     await app.ready();
     picked.serve(app.routing);
     address = config.issuer;
   } else {
-    address = await app.listen({ port: config.port, host: config.host }).catch(async (error: unknown) => {
+    // Worker threads each listen on the one port: the kernel deals the connections out (SO_REUSEPORT).
+    const listen = { port: config.port, host: config.host, ...(thread ? { reusePort: true } : {}) };
+    address = await app.listen(listen).catch(async (error: unknown) => {
       await app.close();
       await store.close();
       throw listenError(error, config.port, config.host);
@@ -409,7 +457,7 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(port, host, () => resolve());
+        server.listen({ port, host, reusePort: thread !== undefined }, () => resolve());
       });
     } catch (error) {
       await (picked ? new Promise<void>((resolve) => picked.server.close(() => resolve())) : Promise.resolve());
@@ -446,7 +494,8 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
           server.closeAllConnections();
         });
       }
-      await store.close();
+      // The writer's store, shared with worker threads, is closed by whoever opened it.
+      if (!thread?.store) await store.close();
     })());
   const running: RunningServer = {
     app,
@@ -506,6 +555,18 @@ export async function main(): Promise<void> {
  * above 1 this process becomes the node:cluster primary and the workers serve.
  */
 export async function serve(config: Config): Promise<void> {
+  if (config.workers > 1 && cluster.isPrimary && threadsServe(config)) {
+    const server = await startThreads(config);
+    if (server.metricsUrl) process.stdout.write(`metrics at ${server.metricsUrl}\n`);
+    const stop = (stopping: Promise<void>) =>
+      stopping.then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    process.once('SIGINT', () => stop(server.close()));
+    process.once('SIGTERM', () => stop(server.drain()));
+    return;
+  }
   if (config.workers > 1 && cluster.isPrimary) return servePrimary(config);
   // SIGTERM (a deploy, a load balancer's orchestrator) drains; SIGINT (Ctrl-C) stops at once.
   const stop = (stopping: Promise<void>) =>
@@ -517,6 +578,234 @@ export async function serve(config: Config): Promise<void> {
     process.once('SIGINT', () => stop(server.close()));
     process.once('SIGTERM', () => stop(server.drain()));
   });
+}
+
+/**
+ * Whether `TESSERA_WORKERS` above 1 runs worker threads in this process (an SQLite file,
+ * `startThreads`) rather than node:cluster processes: PostgreSQL, which needs no single
+ * writer, an in-memory database, which a second connection would not see, the single
+ * executable, which has no script file for a thread to load, and systems other than Linux,
+ * where Node.js's `reusePort` is refused or does not deal the connections out.
+ */
+function threadsServe(config: Config): boolean {
+  const location = parseDatabase(config.database);
+  return location.kind === 'sqlite' && location.path !== ':memory:' && !isSea() && process.platform === 'linux';
+}
+
+/** The worker threads' server, as `startThreads` starts it. */
+export interface ThreadedServer {
+  /** Where the threads listen. */
+  readonly url: string;
+  /** Where the sum of the threads' metrics is served, when TESSERA_METRICS_PORT is set. */
+  readonly metricsUrl: string | null;
+  /** The worker threads serving now beside the main thread (a test stops one to see it replaced). */
+  threads(): readonly Worker[];
+  /** Stops every thread at once (SIGINT), then the writer. */
+  close(): Promise<void>;
+  /** Drains every thread (SIGTERM: `/readyz` 503 for TESSERA_SHUTDOWN_DELAY, then close), then the writer. */
+  drain(): Promise<void>;
+}
+
+/** What a worker thread tells the main thread (src/thread.ts). */
+export type ThreadMessage =
+  | { readonly type: 'listening' }
+  | { readonly type: 'refused'; readonly text: string }
+  | { readonly type: 'metrics'; readonly id: number; readonly value: MetricObjectWithValues<MetricValue<string>>[] };
+
+/** What the main thread asks of a worker thread. */
+export type ThreadCommand = { readonly type: 'metrics'; readonly id: number } | { readonly type: 'drain' | 'close' };
+
+/**
+ * `config.workers` servers in this process, on an SQLite file: the main thread prepares the
+ * store (migrations, signing keys), owns the one connection that writes, whose group commit
+ * commits the writes of every thread that arrive in one of its turns together, and serves
+ * from it; `config.workers - 1` worker threads each build the app, listen on the same port
+ * (SO_REUSEPORT: the kernel deals the connections out), read on a connection of their own
+ * and send their writes to the writer over a MessagePort. One connection writing keeps its
+ * page cache, where each process's connection threw it away at every other process's commit
+ * (docs/benchmarks.md); the main thread serving too, rather than only writing, leaves one
+ * JavaScript thread a server, as processes had (a writer thread of its own cost a quarter
+ * more CPU per device authorization on two cores). A thread that dies is replaced; one that
+ * dies before it listened stops the start, as its replacement would fail the same way. The
+ * purge runs in the main thread, once.
+ */
+export async function startThreads(settings: Config): Promise<ThreadedServer> {
+  const location = parseDatabase(settings.database);
+  if (location.kind !== 'sqlite') throw new Error('worker threads serve an SQLite file only');
+  // Every thread's signatures share this process's one pool of libuv threads: as many as
+  // the cores, where one process alone had up to four (threadpool.ts). libuv reads the
+  // variable when the pool starts, at the first signature.
+  if (!poolSizeGiven) process.env['UV_THREADPOOL_SIZE'] = String(Math.max(1, availableParallelism()));
+  const live = new Map<Worker, { listening: boolean }>();
+  const asked = new Map<number, { worker: Worker; resolve: (value: MetricObjectWithValues<MetricValue<string>>[]) => void }>();
+  let asks = 0;
+  const ask = (worker: Worker) =>
+    new Promise<MetricObjectWithValues<MetricValue<string>>[]>((resolve) => {
+      const id = (asks += 1);
+      asked.set(id, { worker, resolve });
+      worker.postMessage({ type: 'metrics', id } satisfies ThreadCommand);
+    });
+  let metricsServer: { server: Server; url: string } | null = null;
+  if (settings.metrics.port !== null) {
+    // The threads' metrics, summed: each thread hands its registry's values over on request.
+    const [{ AggregatorRegistry }, { serveMetrics }] = await Promise.all([import('prom-client'), import('./http/metrics.ts')]);
+    const { host, port } = { host: settings.metrics.host, port: settings.metrics.port };
+    metricsServer = await serveMetrics(
+      {
+        contentType: new AggregatorRegistry().contentType,
+        metrics: async () => {
+          const serving = [...live].filter(([, state]) => state.listening).map(([worker]) => worker);
+          const own = mainRegistry === null ? [] : [mainRegistry.getMetricsAsJSON()];
+          return AggregatorRegistry.aggregate(await Promise.all([...own, ...serving.map(ask)])).metrics();
+        },
+      },
+      host,
+      port,
+    ).catch((error: unknown) => {
+      throw listenError(error, port, host, { port: 'TESSERA_METRICS_PORT', host: 'TESSERA_METRICS_HOST' });
+    });
+  }
+  const closeMetrics = () =>
+    new Promise<void>((resolve) => {
+      if (!metricsServer) return resolve();
+      metricsServer.server.close(() => resolve());
+      metricsServer.server.closeAllConnections();
+    });
+  const storeReport = inspectDatabase(settings);
+  await probeListen(settings.port, settings.host).catch(async (error: unknown) => {
+    await closeMetrics();
+    throw error;
+  });
+  const { openSqliteWriter } = await import('./store/sqlite/store.ts');
+  const writer = await openConfiguredStore(settings, storeReport, async () => openSqliteWriter(location.path)).catch(async (error: unknown) => {
+    await closeMetrics();
+    throw error;
+  });
+  process.stdout.write(`store: ${storeLine(storeReport)}\n`);
+  const release = async () => {
+    await writer.store.close();
+    await closeMetrics();
+  };
+  try {
+    await prepareKeys(settings, writer.store);
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  // PORT=0: the port is picked here, held until every thread listens on it, so that all
+  // listen on the same one (and the issuer names it).
+  let config = settings;
+  let held: Server | null = null;
+  if (settings.port === 0) {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen({ port: 0, host: settings.host, reusePort: true }, () => resolve()));
+    held = server;
+    config = onPickedPort(settings, (server.address() as AddressInfo).port);
+  }
+  const letGo = () => new Promise<void>((resolve) => (held ? held.close(() => resolve()) : resolve()));
+  // The main thread serves too, from the writer's own store (its writes need no channel),
+  // and runs the purge; `config.workers - 1` worker threads beside it.
+  let mainRegistry: Registry | null = null;
+  let own: RunningServer;
+  try {
+    own = await startServer(config, undefined, { writes: null, store: writer.store, metrics: (registry) => (mainRegistry = registry) });
+  } catch (error) {
+    await letGo();
+    await release();
+    throw error;
+  }
+
+  let stopping = false;
+  /** Every thread of the start has listened: from then on, one that dies is replaced. */
+  let serving = false;
+  const exits = new Set<Promise<void>>();
+  const entry = new URL(import.meta.url.endsWith('.ts') ? './thread.ts' : './thread.js', import.meta.url);
+  let failStart: (error: Error) => void = () => {};
+  let started: () => void = () => {};
+  const start = () => {
+    const channel = new MessageChannel();
+    const forget = writer.accept(channel.port1);
+    const worker = new Worker(entry, { workerData: { config, writes: channel.port2 }, transferList: [channel.port2] });
+    const state = { listening: false };
+    // A Worker's threadId reads -1 once it has exited.
+    const { threadId } = worker;
+    let refusal: string | null = null;
+    live.set(worker, state);
+    const exited = new Promise<void>((resolve) => {
+      worker.once('exit', (code) => {
+        exits.delete(exited);
+        forget();
+        live.delete(worker);
+        for (const [id, each] of asked) {
+          if (each.worker !== worker) continue;
+          asked.delete(id);
+          each.resolve([]);
+        }
+        resolve();
+        if (stopping) return;
+        if (!state.listening) {
+          // Its replacement would fail the same way: the start stops; later, the thread is not started again.
+          const why = refusal ?? `a worker thread exited before it could serve (exit code ${code})`;
+          if (serving) process.stderr.write(`tessera: ${why}; not starting another\n`);
+          else failStart(new Error(why));
+          return;
+        }
+        process.stderr.write(`tessera: worker thread ${threadId} exited (exit code ${code}); starting another\n`);
+        start();
+      });
+    });
+    exits.add(exited);
+    worker.on('message', (message: ThreadMessage) => {
+      if (message.type === 'listening') {
+        state.listening = true;
+        if (!serving && [...live.values()].filter((each) => each.listening).length >= config.workers - 1) {
+          serving = true;
+          started();
+        }
+      } else if (message.type === 'refused') refusal = message.text;
+      else if (message.type === 'metrics') {
+        asked.get(message.id)?.resolve(message.value);
+        asked.delete(message.id);
+      }
+    });
+    // What the thread threw: it exits, and is replaced (or the start stops) above.
+    worker.on('error', (error) =>
+      process.stderr.write(`tessera: worker thread ${threadId} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`),
+    );
+  };
+  const ending = (command: 'drain' | 'close') => async () => {
+    stopping = true;
+    for (const worker of live.keys()) worker.postMessage({ type: command } satisfies ThreadCommand);
+    await Promise.all([own[command](), ...exits]);
+    await letGo();
+    await release();
+  };
+  const close = ending('close');
+  try {
+    await new Promise<void>((resolve, reject) => {
+      started = resolve;
+      failStart = reject;
+      for (let i = 1; i < config.workers; i += 1) start();
+    });
+  } catch (error) {
+    stopping = true;
+    await Promise.all([...live.keys()].map((worker) => worker.terminate()));
+    await Promise.all(exits);
+    await own.close();
+    await letGo();
+    await release();
+    throw error;
+  }
+  await letGo();
+  held = null;
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,
+    metricsUrl: metricsServer?.url ?? null,
+    threads: () => [...live.keys()],
+    close: () => (closing ??= close()),
+    drain: () => (closing ??= ending('drain')()),
+  };
 }
 
 /**
@@ -549,7 +838,7 @@ async function servePrimary(config: Config): Promise<void> {
     await store.close();
   }
   let stopping = false;
-  const listening = new Set<Worker>();
+  const listening = new Set<ClusterWorker>();
   const fork = () => cluster.fork();
 
   const ready = new Promise<void>((resolve, reject) => {
@@ -591,8 +880,11 @@ async function servePrimary(config: Config): Promise<void> {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main().catch((error: unknown) => {
-    process.stderr.write(`tessera: ${startRefusal(error, 'start')}\n`);
-    process.exit(1);
-  });
+  // A worker thread loads this module too (src/thread.ts), under the same command line.
+  if (isMainThread) {
+    main().catch((error: unknown) => {
+      process.stderr.write(`tessera: ${startRefusal(error, 'start')}\n`);
+      process.exit(1);
+    });
+  }
 }

@@ -7,4 +7,7 @@
  */
 import { availableParallelism } from 'node:os';
 
+/** Whether the pool's size was given (UV_THREADPOOL_SIZE), rather than chosen here. */
+export const poolSizeGiven = process.env['UV_THREADPOOL_SIZE'] !== undefined;
+
 process.env['UV_THREADPOOL_SIZE'] ??= String(Math.max(1, Math.min(availableParallelism(), 4)));

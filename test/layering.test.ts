@@ -26,6 +26,8 @@ const RANKS: Readonly<Record<string, number>> = {
   'main.ts': 7,
   // Sizes libuv's pool before anything starts it: part of the composition root.
   'threadpool.ts': 7,
+  // A worker thread's entry (main.ts, startThreads).
+  'thread.ts': 7,
   cli: 7,
 };
 

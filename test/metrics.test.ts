@@ -142,7 +142,7 @@ describe('the metrics listener', () => {
 });
 
 describe('metrics with several workers', () => {
-  it('are served by the primary, summed over the workers', async (t) => {
+  it('are served by the main thread, summed over the worker threads', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'tessera-metrics-workers-'));
     let serving: ServingCommand | undefined;
     t.after(async () => {

@@ -3,15 +3,18 @@ import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
+import { loadConfig } from '../src/config/index.ts';
+import { startThreads } from '../src/main.ts';
 import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
-import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
+import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { basic, REDIRECT_URI } from './helpers/server.ts';
 
 /** A request on a connection of its own, so that the cluster hands it to whichever worker is next. */
@@ -49,7 +52,7 @@ describe('tessera serve --workers 2', () => {
       backchannelLogoutUri: null,
     });
     await store.users.create(newUserRecord({ id: userId, username: 'ada', passwordHash: 'unused', name: 'Ada Lovelace', createdAt: Date.now() }));
-    serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: database }, 2);
+    serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: database, TESSERA_SHUTDOWN_DELAY: '3' }, 2);
     url = serving.url;
   });
 
@@ -62,14 +65,17 @@ describe('tessera serve --workers 2', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** The primary's child processes: its workers. */
-  const workers = (): string[] =>
-    existsSync(`/proc/${serving.child.pid}/task`)
-      ? readFileSync(`/proc/${serving.child.pid}/task/${serving.child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)
-      : [];
-
-  it('runs two worker processes under the primary', { skip: !existsSync('/proc/self/task') && 'needs Linux /proc' }, () => {
-    assert.equal(workers().length, 2);
+  it('serves from the main thread and a worker thread of the one process, with no child process', {
+    skip: !existsSync('/proc/self/task') && 'needs Linux /proc',
+  }, () => {
+    const children = readFileSync(`/proc/${serving.child.pid}/task/${serving.child.pid}/children`, 'utf8').trim();
+    assert.equal(children, '');
+    const pids = serving
+      .output()
+      .stdout.split('\n')
+      .filter((line) => line.includes('Tessera is serving'))
+      .map((line) => (JSON.parse(line) as { pid: number }).pid);
+    assert.deepEqual(pids, [serving.child.pid, serving.child.pid]);
   });
 
   it('publishes the same signing keys from every worker', async () => {
@@ -140,44 +146,12 @@ describe('tessera serve --workers 2', () => {
     }
   });
 
-  it('replaces a worker that crashes, and the replacement serves from the same store', {
-    skip: !existsSync('/proc/self/task') && 'needs Linux /proc',
-  }, async () => {
-    const before = workers();
-    assert.equal(before.length, 2);
-    process.kill(Number(before[0]), 'SIGKILL');
-    await outputMatches(serving, new RegExp(`worker ${before[0]} exited \\(SIGKILL\\); starting another`));
-    // Two lines from the first workers, a third from the replacement once it serves.
-    let replaced = false;
-    // Settled either way: a replacement that never serves ends the loop below with its failure.
-    const serves = outputMatches(serving, /Tessera is serving/, 3).finally(() => (replaced = true));
-    // Awaited below; until then a failure is not an unhandled rejection.
-    serves.catch(() => {});
-    // Requests all the while the replacement starts, a few milliseconds apart: every one is
-    // answered, whichever worker the primary hands it to.
-    const meanwhile: Promise<number>[] = [];
-    while (!replaced) {
-      meanwhile.push(request(`${url}/healthz`).then((response) => response.status));
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    await serves;
-    assert.deepEqual(new Set(await Promise.all(meanwhile)), new Set([200]));
-    const after = workers();
-    assert.equal(after.length, 2);
-    assert.ok(!after.includes(before[0]!), 'the crashed worker is gone');
-    assert.ok(after.includes(before[1]!), 'the other worker was left alone');
+  it('drains every worker on SIGTERM (/readyz 503 while still serving), then exits cleanly', async () => {
+    serving.child.kill('SIGTERM');
     // Connections of their own, so that both workers answer some of them.
-    const responses = await Promise.all(Array.from({ length: 8 }, () => request(`${url}/.well-known/openid-configuration`)));
-    for (const response of responses) {
-      assert.equal(response.status, 200);
-      assert.equal(((await response.json()) as { issuer: string }).issuer, url);
-    }
-  });
-
-  it('stops the workers and exits cleanly on SIGTERM', async () => {
-    const children = workers();
-    assert.equal(await serving.stop(), 0);
-    for (const pid of children) assert.equal(existsSync(`/proc/${pid}`), false, `worker ${pid} is gone`);
+    const ready = await Promise.all(Array.from({ length: 8 }, () => request(`${url}/readyz`).then((response) => response.status)));
+    assert.deepEqual(new Set(ready), new Set([503]));
+    assert.equal(await serving.exited, 0);
   });
 });
 
@@ -283,14 +257,12 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
     assert.equal(await serving.stop(), 0);
   });
 
-  it('loses no answered device authorization when a worker is killed with SIGKILL under load, and the others keep answering', {
-    skip: !existsSync('/proc/self/task') && 'needs Linux /proc',
-  }, async () => {
-    const database = join(dir, 'killed.db');
-    const killStore = await openStore(database);
+  /** A file with a device client of its own, for the load below. */
+  const deviceClient = async (database: string) => {
+    const created = await openStore(database);
     const clientId = `device-${randomUUID()}`;
     const clientSecret = randomToken(32);
-    await killStore.clients.create({
+    await created.clients.create({
       id: clientId,
       name: 'Killed',
       secretHash: hashSecret(clientSecret),
@@ -306,77 +278,152 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
       postLogoutRedirectUris: [],
       backchannelLogoutUri: null,
     });
-    await killStore.close();
-    const killed = await serveTessera(
-      ['--workers', '4'],
-      {
-        TESSERA_DATABASE: database,
-        TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '1000000',
-        TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '1000000',
-      },
-      4,
-    );
-    try {
-      const post = (path: string, body: Record<string, string>) =>
-        request(`${killed.url}${path}`, {
-          method: 'POST',
-          headers: { authorization: basic(clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams(body).toString(),
-          // A connection the primary had handed to the killed worker can stay open unanswered
-          // (node:cluster keeps its copy until the worker acknowledges it): given up on here.
-          signal: AbortSignal.timeout(5000),
-        });
-      const answered: string[] = [];
-      let failed = 0;
-      let stop = false;
-      // Eight clients starting devices one after another, each on connections of its own.
-      const loops = Array.from({ length: 8 }, async () => {
-        while (!stop) {
-          try {
-            const response = await post('/oauth/device/authorization', { scope: 'openid' });
-            if (response.status === 200) answered.push(((await response.json()) as { device_code: string }).device_code);
-            else failed += 1;
-          } catch {
-            // The killed worker's connections end without an answer: nothing was acknowledged.
-            failed += 1;
-          }
-        }
+    await created.close();
+    return { clientId, clientSecret };
+  };
+  const UNLIMITED = { TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '1000000', TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '1000000' };
+
+  /** `clients` clients starting devices one after another, each request on a connection of its own, until `stop`. */
+  const load = (url: string, { clientId, clientSecret }: { clientId: string; clientSecret: string }, clients = 8) => {
+    const post = (path: string, body: Record<string, string>) =>
+      request(`${url}${path}`, {
+        method: 'POST',
+        headers: { authorization: basic(clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(body).toString(),
+        signal: AbortSignal.timeout(5000),
       });
-      // Until the workers answer (on a loaded machine their first answers take seconds), then a moment more.
-      const until = async (done: () => boolean, ms: number) => {
-        for (const deadline = Date.now() + ms; !done() && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
-      };
-      await until(() => answered.length > 0, 20_000);
-      await new Promise((resolve) => setTimeout(resolve, 400));
-      const victims = readFileSync(`/proc/${killed.child.pid}/task/${killed.child.pid}/children`, 'utf8').trim().split(/\s+/);
-      const before = answered.length;
-      process.kill(Number(victims[0]), 'SIGKILL');
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      await until(() => answered.length > before, 10_000);
-      const during = answered.length - before;
-      stop = true;
-      await Promise.all(loops);
-      assert.ok(before > 0, 'devices were started before the kill');
-      assert.ok(during > 0, 'the other workers kept answering after the kill');
-      // Every device code answered 200 is in the file (the answer came after its commit)...
-      const file = new DatabaseSync(database, { readOnly: true });
-      try {
-        const stored = file.prepare('SELECT 1 FROM device_authorizations WHERE device_code_hash = ?');
-        const missing = answered.filter((deviceCode) => stored.get(hashSecret(deviceCode)) === undefined);
-        assert.deepEqual(missing, [], `${missing.length} of ${answered.length} answered device codes are not stored (${failed} requests unanswered)`);
-      } finally {
-        file.close();
+    const state = { answered: [] as string[], failed: 0, stop: false };
+    const loops = Array.from({ length: clients }, async () => {
+      while (!state.stop) {
+        try {
+          const response = await post('/oauth/device/authorization', { scope: 'openid' });
+          if (response.status === 200) state.answered.push(((await response.json()) as { device_code: string }).device_code);
+          else state.failed += 1;
+        } catch {
+          // A connection that ends without an answer: nothing was acknowledged.
+          state.failed += 1;
+        }
       }
-      // ...and the surviving workers answer for them: the last few polled say authorization_pending.
-      for (const deviceCode of answered.slice(-5)) {
+    });
+    const done = () => {
+      state.stop = true;
+      return Promise.all(loops);
+    };
+    return { state, post, done };
+  };
+  /** Until `done` (on a loaded machine the first answers take seconds), or `ms`. */
+  const until = async (done: () => boolean, ms: number) => {
+    for (const deadline = Date.now() + ms; !done() && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
+  };
+  /** The answered device codes that the file lacks. */
+  const missingFrom = (database: string, answered: readonly string[]) => {
+    const file = new DatabaseSync(database, { readOnly: true });
+    try {
+      const stored = file.prepare('SELECT 1 FROM device_authorizations WHERE device_code_hash = ?');
+      return answered.filter((deviceCode) => stored.get(hashSecret(deviceCode)) === undefined);
+    } finally {
+      file.close();
+    }
+  };
+
+  it('loses no answered device authorization when the whole process is killed with SIGKILL under load', async () => {
+    const database = join(dir, 'killed.db');
+    const client = await deviceClient(database);
+    const killed = await serveTessera(['--workers', '4'], { TESSERA_DATABASE: database, ...UNLIMITED }, 4);
+    let restarted: ServingCommand | undefined;
+    try {
+      // Many requests in flight, so that the kill finds writes between their answer and their commit if such a moment exists.
+      const { state, done } = load(killed.url, client, 48);
+      await until(() => state.answered.length > 0, 20_000);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      killed.child.kill('SIGKILL');
+      await killed.exited;
+      await done();
+      assert.ok(state.answered.length > 0, 'devices were started before the kill');
+      // Every device code answered 200 is in the file (the answer came after its commit)...
+      const missing = missingFrom(database, state.answered);
+      assert.deepEqual(missing, [], `${missing.length} of ${state.answered.length} answered device codes are not stored (${state.failed} requests unanswered)`);
+      // ...and a server started again on it answers for them: authorization_pending.
+      restarted = await serveTessera(['--workers', '4'], { TESSERA_DATABASE: database, ...UNLIMITED }, 4);
+      const { post } = load(restarted.url, client);
+      for (const deviceCode of state.answered.slice(-5)) {
         const poll = await post('/oauth/token', { grant_type: GRANT_DEVICE_CODE, device_code: deviceCode });
         assert.equal(((await poll.json()) as { error?: string }).error, 'authorization_pending');
       }
+      assert.equal(await restarted.stop(), 0);
     } finally {
-      if (killed.child.exitCode === null) {
-        killed.child.kill('SIGKILL');
-        await killed.exited;
+      for (const each of [killed, restarted]) {
+        if (each && each.child.exitCode === null && each.child.signalCode === null) {
+          each.child.kill('SIGKILL');
+          await each.exited;
+        }
       }
+    }
+  });
+
+  it('replaces a worker thread that dies under load; the others keep answering, and no answered write is lost', async () => {
+    const database = join(dir, 'thread.db');
+    const client = await deviceClient(database);
+    const server = await startThreads({
+      ...loadConfig({ TESSERA_DATABASE: database, HOST: '127.0.0.1', PORT: '0', TESSERA_LOG_LEVEL: 'silent', ...UNLIMITED }),
+      workers: 4,
+    });
+    try {
+      const before = server.threads().map((thread) => thread.threadId);
+      // Four servers: the main thread and three worker threads.
+      assert.equal(before.length, 3);
+      const { state, post, done } = load(server.url, client);
+      await until(() => state.answered.length > 0, 20_000);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const answeredBefore = state.answered.length;
+      const replaced = () => {
+        const now = server.threads().map((thread) => thread.threadId);
+        return now.length === 3 && !now.includes(before[0]!);
+      };
+      await server.threads()[0]!.terminate();
+      await until(() => state.answered.length > answeredBefore + 20 && replaced(), 20_000);
+      const during = state.answered.length - answeredBefore;
+      await done();
+      assert.ok(during > 0, 'the other threads kept answering');
+      const after = server.threads().map((thread) => thread.threadId);
+      assert.equal(after.length, 3, 'a thread took its place');
+      assert.ok(!after.includes(before[0]!), 'the stopped thread is gone');
+      for (const other of before.slice(1)) assert.ok(after.includes(other), 'the others were left alone');
+      const missing = missingFrom(database, state.answered);
+      assert.deepEqual(missing, [], `${missing.length} of ${state.answered.length} answered device codes are not stored`);
+      // Every thread, the new one too, answers for them: a request on each of a few connections.
+      const polls = await Promise.all(
+        state.answered
+          .slice(-8)
+          .map((deviceCode) => post('/oauth/token', { grant_type: GRANT_DEVICE_CODE, device_code: deviceCode }).then((poll) => poll.json())),
+      );
+      for (const poll of polls) assert.equal((poll as { error?: string }).error, 'authorization_pending');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('a worker thread that cannot start', () => {
+  it('stops the whole start with its reason and exit status 1, rather than being started again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-refused-'));
+    // The admin listener's port is taken: each thread finds it so once the main thread has started it.
+    const taken = createTcpServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = taken.address() as AddressInfo;
+      const { code, stderr } = await runTessera(['serve', '--workers', '2'], {
+        TESSERA_DATABASE: join(dir, 'tessera.db'),
+        TESSERA_DATABASE_CREATE: 'true',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        TESSERA_ADMIN_LISTEN: `127.0.0.1:${port}`,
+      });
+      assert.equal(code, 1);
+      assert.match(stderr, new RegExp(`tessera: cannot start: TESSERA_ADMIN_LISTEN: port ${port} is already in use`));
+    } finally {
+      taken.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -165,6 +165,12 @@ const REWRITES: readonly Rewrite[] = [
   },
   {
     file: 'src/main.ts',
+    from: "const entry = new URL(import.meta.url.endsWith('.ts') ? './thread.ts' : './thread.js', import.meta.url);",
+    to: () => "const entry = '';",
+    why: 'the executable runs its workers as node:cluster processes: it has no script file for a worker thread to load',
+  },
+  {
+    file: 'src/main.ts',
     from: "if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {",
     to: () => 'if (false) {',
     why: 'the server runs through the command (`tessera serve`)',

@@ -351,7 +351,8 @@ export const SETTINGS = [
     default: 1,
     min: 1,
     max: 64,
-    description: 'server processes sharing the port (node:cluster) and the store, to use several cores',
+    description:
+      'worker threads of one process on an SQLite file on Linux (one writer for all; the port shared), processes (node:cluster) otherwise, to use several cores',
   },
   {
     name: 'TESSERA_ACCESS_TOKEN_ALG',

@@ -51,8 +51,10 @@ export interface Config {
    */
   readonly keyLeadTimeSeconds: number;
   /**
-   * `TESSERA_WORKERS` (default 1): server processes sharing the port through node:cluster, so
-   * one machine can use all its cores. They share the store (SQLite in WAL mode, or PostgreSQL).
+   * `TESSERA_WORKERS` (default 1): servers sharing the port, so one machine can use all its
+   * cores: worker threads of one process on an SQLite file, whose writes go to one connection
+   * in the main thread (on Linux); node:cluster processes on PostgreSQL, in the single
+   * executable and elsewhere.
    */
   readonly workers: number;
   /**

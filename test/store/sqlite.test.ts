@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { migrations } from '../../src/store/migrations.ts';
 import { composeSearch, groupSearchTable, userSearchTable } from '../../src/store/sql/scim-search.ts';
 import { statements } from '../../src/store/sql/statements.ts';
 import { migrateSqlite } from '../../src/store/sqlite/migrate.ts';
-import { openSqliteStore, sqliteDialect } from '../../src/store/sqlite/store.ts';
+import { openSqliteStore, openSqliteThreadStore, openSqliteWriter, sqliteDialect } from '../../src/store/sqlite/store.ts';
 import { MissingReferenceError, newUserRecord, type Store } from '../../src/store/types.ts';
 import { storeContract } from './contract.ts';
 import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
@@ -30,6 +30,26 @@ storeContract('SQLite store', async () => {
     store,
     async cleanup() {
       await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+// A worker thread's store (TESSERA_WORKERS on SQLite): reads on its own connection, every write,
+// redemption and transaction through the writer over a MessagePort, here both ends in this thread.
+storeContract('SQLite store of a worker thread, writing through the writer', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-store-thread-'));
+  const path = join(dir, 'tessera.db');
+  const writer = openSqliteWriter(path);
+  const { port1, port2 } = new MessageChannel();
+  const forget = writer.accept(port1);
+  const store = openSqliteThreadStore(path, port2);
+  return {
+    store,
+    async cleanup() {
+      await store.close();
+      forget();
+      await writer.store.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

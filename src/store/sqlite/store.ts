@@ -1,19 +1,21 @@
 /**
- * The embedded store: one SQLite file through `node:sqlite`, shared by every process that
- * opens it (node:cluster workers). Each statement of `sql/statements.ts` is prepared once,
+ * The embedded store: one SQLite file through `node:sqlite`, shared by every connection that
+ * opens it (worker threads, the `tessera` command, other processes). Each statement of `sql/statements.ts` is prepared once,
  * at its first use; SQLite runs one writer at a time, so a conditional UPDATE has exactly one winner.
  */
 
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import type { MessagePort } from 'node:worker_threads';
 import { CorruptRowError, integer, jsonObject, stringList, text } from '../rows.ts';
 import { codeFromRow, redemptionWrites } from '../sql/codes.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import { DuplicateError, MissingReferenceError, type ClientRecord, type Store } from '../types.ts';
+import { DuplicateError, MissingReferenceError, type ClientRecord, type Store, type Stores } from '../types.ts';
 import { GroupCommit } from './group-commit.ts';
+import { answerRequests, WriterLink } from './link.ts';
 import { migrateSqlite } from './migrate.ts';
 import { storeError } from './unavailable.ts';
 
@@ -71,6 +73,97 @@ function constraintError(error: unknown): unknown {
  * `:memory:`, and brings its schema up to date.
  */
 export function openSqliteStore(path: string): Store {
+  return openMigrated(path).store;
+}
+
+/**
+ * The one connection that writes, for the worker threads of this process (`openSqliteThreadStore`):
+ * opened and migrated as `openSqliteStore` opens it; `accept` answers a thread's writes,
+ * arriving over `port`, in this connection's group commit, each once its commit holds it.
+ * The function it returns forgets the thread (it died): a transaction it left open is rolled back.
+ */
+export interface SqliteWriter {
+  readonly store: Store;
+  accept(port: MessagePort): () => void;
+}
+
+export function openSqliteWriter(path: string): SqliteWriter {
+  const { store, outside, inside, redeem } = openMigrated(path);
+  let transactions = 0;
+  const accept = (port: MessagePort): (() => void) => {
+    /** This thread's open transaction: how it ends, and its outcome once it has. */
+    const open = new Map<number, { end: (ok: boolean) => void; ended: Promise<unknown> }>();
+    answerRequests(port, (request) => {
+      switch (request.op) {
+        case 'one':
+        case 'all':
+        case 'changed':
+          return outside[request.op](request.name, request.params);
+        case 'redeem':
+          return redeem(...(request.args as Parameters<typeof redeem>));
+        case 'tx': {
+          if (!open.has(request.tx)) return Promise.reject(new Error('a transaction handle was used after its transaction ended'));
+          return request.method === 'select'
+            ? inside.select(request.name, request.params)
+            : inside[request.method](request.name as StatementName, request.params);
+        }
+        case 'begin':
+          return new Promise((begun, refused) => {
+            const tx = (transactions += 1);
+            const ended = store.transaction(
+              () =>
+                new Promise<void>((commit, rollBack) => {
+                  open.set(tx, { end: (ok) => (ok ? commit() : rollBack(ENDED_BY_THREAD)), ended });
+                  begun(tx);
+                }),
+            );
+            // A transaction that could not begin (the lock) fails its `begin`; once begun, its `end` answers.
+            ended.catch(refused);
+          });
+        case 'end': {
+          const transaction = open.get(request.tx);
+          if (transaction === undefined) return Promise.reject(new Error('no such transaction'));
+          open.delete(request.tx);
+          transaction.end(request.ok);
+          return transaction.ended.then(
+            () => null,
+            (error: unknown) => {
+              if (error === ENDED_BY_THREAD) return null;
+              throw error;
+            },
+          );
+        }
+      }
+    });
+    return () => {
+      port.close();
+      for (const transaction of open.values()) transaction.end(false);
+      open.clear();
+    };
+  };
+  return { store, accept };
+}
+
+/** How a transaction that its thread ended with a failure (its own, kept there) is rolled back. */
+const ENDED_BY_THREAD = new Error('rolled back by its thread');
+
+/**
+ * A worker thread's store: reads on a connection of its own, outside any transaction, so
+ * they see what is committed; every write, code redemption and transaction goes to the
+ * writer over `port` (`openSqliteWriter`) and is answered once committed. The schema is the
+ * writer's to migrate.
+ */
+export function openSqliteThreadStore(path: string, port: MessagePort): Store {
+  const db = openDatabase(path);
+  try {
+    return sqliteThreadStore(db, new WriterLink(port));
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+function openMigrated(path: string): SqliteParts {
   const db = openDatabase(path);
   try {
     migrateSqlite(db);
@@ -106,7 +199,8 @@ function openDatabase(path: string): DatabaseSync {
   return db;
 }
 
-function sqliteStore(db: DatabaseSync): Store {
+/** The statements of one connection, each prepared at its first use. */
+function preparedStatements(db: DatabaseSync) {
   // Each statement prepared at its first use, then kept: preparing all of them at open took
   // about 10 ms a store (most of opening one), and a process often uses a few dozen.
   // test/store/sqlite.test.ts prepares every one against the migrated schema.
@@ -126,7 +220,6 @@ function sqliteStore(db: DatabaseSync): Store {
     }
     return statement;
   };
-  const batch = new GroupCommit(db, BUSY_TIMEOUT_MS);
   // Composed reads (Runner.select), prepared once per text: their texts come from a few fragments, and are kept up to a bound.
   const composed = new Map<string, StatementSync>();
   const preparedText = (sql: string): StatementSync => {
@@ -138,15 +231,31 @@ function sqliteStore(db: DatabaseSync): Store {
     }
     return statement;
   };
-  // The SQLite dialect only ever binds strings, numbers and nulls.
-  const bind = (params: Params) => params as Record<string, SQLInputValue>;
-  const execute = <T>(statement: StatementSync, run: (statement: StatementSync) => T): T => {
-    try {
-      return run(statement);
-    } catch (error) {
-      throw constraintError(storeError(error));
-    }
-  };
+  return { texts, prepared, preparedText };
+}
+
+// The SQLite dialect only ever binds strings, numbers and nulls.
+const bind = (params: Params) => params as Record<string, SQLInputValue>;
+
+function execute<T>(statement: StatementSync, run: (statement: StatementSync) => T): T {
+  try {
+    return run(statement);
+  } catch (error) {
+    throw constraintError(storeError(error));
+  }
+}
+
+/** The store, and the runners and redemption that a writer answers threads with. */
+interface SqliteParts {
+  readonly store: Store;
+  readonly outside: Runner<StatementName>;
+  readonly inside: Runner<StatementName>;
+  readonly redeem: Store['codes']['redeem'];
+}
+
+function sqliteStore(db: DatabaseSync): SqliteParts {
+  const { prepared, preparedText } = preparedStatements(db);
+  const batch = new GroupCommit(db, BUSY_TIMEOUT_MS);
   // The store's own calls wait while a transaction is open. A read runs at once and sees
   // what is committed; a write is answered once the round's commit holds it (GroupCommit).
   const outside: Runner<StatementName> = (() => {
@@ -203,16 +312,36 @@ function sqliteStore(db: DatabaseSync): Store {
       }),
     );
 
-  // The client records read, kept between requests as the PostgreSQL store keeps them, so
-  // that a request reads no client row. Kept only while no other connection has committed
-  // (`PRAGMA data_version` changes exactly then: another worker, the command line) and
-  // until this connection writes a client, runs a transaction or purges: a client changed or
-  // removed anywhere is read again at its next use in a later turn of the event loop. A
-  // read that a forgetting overtook is answered but not kept.
-  // `PRAGMA data_version` is asked once a turn, not once a lookup: each asking is a read
-  // transaction of its own (a lock taken and let go on the WAL index, the file's size),
-  // which cost as much as the poll's own UPDATE; the lookups of one turn share it, as the
-  // PostgreSQL instances learn of a change from a NOTIFY between turns.
+  const { clients, forgetClients } = keptClients(db, stores.clients);
+  const store: Store = {
+    ...stores,
+    codes: { ...stores.codes, redeem },
+    clients,
+    transaction: (work) => batch.transaction(() => work(tx)).finally(forgetClients),
+    purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs).finally(forgetClients),
+    close: async () => {
+      if (!db.isOpen) return;
+      await batch.drain();
+      if (db.isOpen) db.close();
+    },
+  };
+  return { store, outside, inside, redeem };
+}
+
+/**
+ * The client records read, kept between requests as the PostgreSQL store keeps them, so
+ * that a request reads no client row. Kept only while no other connection has committed
+ * (`PRAGMA data_version` changes exactly then: the writer of worker threads, another process,
+ * the command line) and until this store writes a client, runs a transaction or purges: a
+ * client changed or removed anywhere is read again at its next use in a later turn of the
+ * event loop. A read that a forgetting overtook is answered but not kept.
+ *
+ * `PRAGMA data_version` is asked once a turn, not once a lookup: each asking is a read
+ * transaction of its own (a lock taken and let go on the WAL index, the file's size), which
+ * cost as much as the poll's own UPDATE; the lookups of one turn share it, as the PostgreSQL
+ * instances learn of a change from a NOTIFY between turns.
+ */
+function keptClients(db: DatabaseSync, read: Store['clients']): { clients: Store['clients']; forgetClients: () => void } {
   const dataVersion = db.prepare('PRAGMA data_version');
   const clientRecords = new Map<string, ClientRecord>();
   let seenVersion: unknown;
@@ -238,7 +367,7 @@ function sqliteStore(db: DatabaseSync): Store {
     const kept = clientRecords.get(id);
     if (kept !== undefined) return kept;
     const at = generation;
-    const record = await stores.clients.get(id);
+    const record = await read.get(id);
     if (record !== null && at === generation) clientRecords.set(id, record);
     return record;
   };
@@ -246,25 +375,67 @@ function sqliteStore(db: DatabaseSync): Store {
     <A extends unknown[], R>(write: (...args: A) => Promise<R>) =>
     (...args: A): Promise<R> =>
       write(...args).finally(forgetClients);
+  const clients: Store['clients'] = {
+    ...read,
+    get: getClient,
+    create: forgetting(read.create),
+    update: forgetting(read.update),
+    revokeTokens: forgetting(read.revokeTokens),
+    markUsed: forgetting(read.markUsed),
+    rotateSecret: forgetting(read.rotateSecret),
+    remove: forgetting(read.remove),
+  };
+  return { clients, forgetClients };
+}
 
+/** See `openSqliteThreadStore`. */
+function sqliteThreadStore(db: DatabaseSync, link: WriterLink): Store {
+  const { texts, prepared, preparedText } = preparedStatements(db);
+  // As GroupCommit.isWrite decides, from the text: anything but a SELECT goes to the writer.
+  const isWrite = (name: StatementName) => !/^\s*SELECT\b/i.test(texts[name]);
+  const read = <T>(statement: StatementSync, body: (statement: StatementSync) => T): Promise<T> =>
+    new Promise<T>((resolve) => resolve(execute(statement, body)));
+  const outside: Runner<StatementName> = {
+    select: (sql, params) => read(preparedText(sql), (statement) => statement.all(bind(params))),
+    one: (name, params = {}) => (isWrite(name) ? link.call({ op: 'one', name, params }) : read(prepared(name), (statement) => statement.get(bind(params)))),
+    all: (name, params = {}) => (isWrite(name) ? link.call({ op: 'all', name, params }) : read(prepared(name), (statement) => statement.all(bind(params)))),
+    changed: (name, params) => link.call({ op: 'changed', name, params }),
+  };
+  // A transaction's statements, its reads too, run on the writer's connection inside it.
+  const inside = (tx: number): Runner<StatementName> => ({
+    select: (sql, params) => link.call({ op: 'tx', tx, method: 'select', name: sql, params }),
+    one: (name, params = {}) => link.call({ op: 'tx', tx, method: 'one', name, params }),
+    all: (name, params = {}) => link.call({ op: 'tx', tx, method: 'all', name, params }),
+    changed: (name, params) => link.call({ op: 'tx', tx, method: 'changed', name, params }),
+  });
+  const stores = sqlStores(sqliteDialect, outside);
+  const { clients, forgetClients } = keptClients(db, stores.clients);
+  const transaction = async <T>(work: (tx: Stores) => Promise<T>): Promise<T> => {
+    const tx = await link.call<number>({ op: 'begin' });
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: await work(sqlStores(sqliteDialect, inside(tx))) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    try {
+      await link.call({ op: 'end', tx, ok: outcome.ok });
+    } catch (error) {
+      if (outcome.ok) outcome = { ok: false, error };
+    } finally {
+      forgetClients();
+    }
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
+  };
   return {
     ...stores,
-    codes: { ...stores.codes, redeem },
-    clients: {
-      ...stores.clients,
-      get: getClient,
-      create: forgetting(stores.clients.create),
-      update: forgetting(stores.clients.update),
-      revokeTokens: forgetting(stores.clients.revokeTokens),
-      markUsed: forgetting(stores.clients.markUsed),
-      rotateSecret: forgetting(stores.clients.rotateSecret),
-      remove: forgetting(stores.clients.remove),
-    },
-    transaction: (work) => batch.transaction(() => work(tx)).finally(forgetClients),
+    codes: { ...stores.codes, redeem: (...args) => link.call({ op: 'redeem', args }) },
+    clients,
+    transaction,
     purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs).finally(forgetClients),
     close: async () => {
-      if (!db.isOpen) return;
-      await batch.drain();
+      link.close();
       if (db.isOpen) db.close();
     },
   };

@@ -552,12 +552,13 @@ export async function main(): Promise<void> {
 
 /**
  * Runs the server until SIGINT or SIGTERM, then closes it cleanly. With `config.workers`
- * above 1 this process becomes the node:cluster primary and the workers serve.
+ * above 1, several servers share the port: worker threads of this process (`startThreads`)
+ * on an SQLite file, or node:cluster workers whose primary this process becomes.
  */
 export async function serve(config: Config): Promise<void> {
-  if (config.workers > 1 && cluster.isPrimary && threadsServe(config)) {
-    const server = await startThreads(config);
-    if (server.metricsUrl) process.stdout.write(`metrics at ${server.metricsUrl}\n`);
+  if (config.workers > 1 && cluster.isPrimary && !threadsServe(config)) return servePrimary(config);
+  // SIGTERM (a deploy, a load balancer's orchestrator) drains; SIGINT (Ctrl-C) stops at once.
+  const stopOnSignals = (server: { close(): Promise<void>; drain(): Promise<void> }) => {
     const stop = (stopping: Promise<void>) =>
       stopping.then(
         () => process.exit(0),
@@ -565,19 +566,14 @@ export async function serve(config: Config): Promise<void> {
       );
     process.once('SIGINT', () => stop(server.close()));
     process.once('SIGTERM', () => stop(server.drain()));
+  };
+  if (config.workers > 1 && cluster.isPrimary) {
+    const server = await startThreads(config);
+    if (server.metricsUrl) process.stdout.write(`metrics at ${server.metricsUrl}\n`);
+    stopOnSignals(server);
     return;
   }
-  if (config.workers > 1 && cluster.isPrimary) return servePrimary(config);
-  // SIGTERM (a deploy, a load balancer's orchestrator) drains; SIGINT (Ctrl-C) stops at once.
-  const stop = (stopping: Promise<void>) =>
-    stopping.then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  await startServer(config, (server) => {
-    process.once('SIGINT', () => stop(server.close()));
-    process.once('SIGTERM', () => stop(server.drain()));
-  });
+  await startServer(config, stopOnSignals);
 }
 
 /**

@@ -9,6 +9,11 @@ export class RolledBackError extends Error {
   }
 }
 
+/** Whether a statement's text writes: anything but a SELECT waits for the group commit (or, in a worker thread, goes to the writer). */
+export function isWriteSql(sql: string): boolean {
+  return !/^\s*SELECT\b/i.test(sql);
+}
+
 /** A write waiting for the next commit, and its caller's answer. */
 interface Pending {
   readonly execute: () => unknown;
@@ -82,7 +87,7 @@ export class GroupCommit {
   isWrite(statement: StatementSync): boolean {
     let write = this.#writes.get(statement);
     if (write === undefined) {
-      write = !/^\s*SELECT\b/i.test(statement.sourceSQL);
+      write = isWriteSql(statement.sourceSQL);
       this.#writes.set(statement, write);
     }
     return write;

@@ -14,7 +14,7 @@ import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
 import { DuplicateError, MissingReferenceError, type ClientRecord, type Store, type Stores } from '../types.ts';
-import { GroupCommit } from './group-commit.ts';
+import { GroupCommit, isWriteSql } from './group-commit.ts';
 import { answerRequests, WriterLink } from './link.ts';
 import { migrateSqlite } from './migrate.ts';
 import { storeError } from './unavailable.ts';
@@ -391,8 +391,8 @@ function keptClients(db: DatabaseSync, read: Store['clients']): { clients: Store
 /** See `openSqliteThreadStore`. */
 function sqliteThreadStore(db: DatabaseSync, link: WriterLink): Store {
   const { texts, prepared, preparedText } = preparedStatements(db);
-  // As GroupCommit.isWrite decides, from the text: anything but a SELECT goes to the writer.
-  const isWrite = (name: StatementName) => !/^\s*SELECT\b/i.test(texts[name]);
+  // As GroupCommit.isWrite decides: anything but a SELECT goes to the writer.
+  const isWrite = (name: StatementName) => isWriteSql(texts[name]);
   const read = <T>(statement: StatementSync, body: (statement: StatementSync) => T): Promise<T> =>
     new Promise<T>((resolve) => resolve(execute(statement, body)));
   const outside: Runner<StatementName> = {

@@ -74,13 +74,34 @@ function receive(sent: SentError): Error {
   return error;
 }
 
+/** Queues what it is given and hands `post` everything queued in one round of the event loop, together, at the round's end. */
+function perRound<T>(post: (batch: T[]) => void): (item: T) => void {
+  let queued: T[] = [];
+  const flush = () => {
+    const batch = queued;
+    queued = [];
+    post(batch);
+  };
+  return (item) => {
+    queued.push(item);
+    if (queued.length === 1) setImmediate(flush);
+  };
+}
+
 /** A thread's end of the channel: each call answered by the writer, or failed as unavailable once the writer is gone. */
 export class WriterLink {
   readonly #port: MessagePort;
   readonly #waiting = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>();
   #next = 0;
   #closed = false;
-  #outgoing: Message[] = [];
+  /**
+   * The requests of one round of the event loop go in one message: each message wakes the
+   * writer's thread and is copied on its own, and a round's requests meet the writer's
+   * group commit together anyway.
+   */
+  readonly #send = perRound<Message>((batch) => {
+    if (!this.#closed) this.#port.postMessage(batch);
+  });
 
   constructor(port: MessagePort) {
     this.#port = port;
@@ -101,21 +122,9 @@ export class WriterLink {
     return new Promise<T>((resolve, reject) => {
       const id = (this.#next += 1);
       this.#waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      this.#outgoing.push({ id, request });
-      if (this.#outgoing.length === 1) setImmediate(this.#send);
+      this.#send({ id, request });
     });
   }
-
-  /**
-   * The requests of one round of the event loop go in one message: each message wakes the
-   * writer's thread and is copied on its own, and a round's requests meet the writer's
-   * group commit together anyway.
-   */
-  readonly #send = () => {
-    const batch = this.#outgoing;
-    this.#outgoing = [];
-    if (!this.#closed) this.#port.postMessage(batch);
-  };
 
   close(): void {
     this.#port.close();
@@ -133,16 +142,7 @@ export class WriterLink {
 /** The writer's end: answers each request with what `handle` resolves to, or its failure. */
 export function answerRequests(port: MessagePort, handle: (request: WriteRequest) => Promise<unknown>): void {
   // The answers of one round go back in one message, as the requests came.
-  let outgoing: Answer[] = [];
-  const flush = () => {
-    const batch = outgoing;
-    outgoing = [];
-    port.postMessage(batch);
-  };
-  const answer = (each: Answer) => {
-    outgoing.push(each);
-    if (outgoing.length === 1) setImmediate(flush);
-  };
+  const answer = perRound<Answer>((batch) => port.postMessage(batch));
   port.on('message', (messages: readonly Message[]) => {
     for (const { id, request } of messages) {
       let answered: Promise<unknown>;

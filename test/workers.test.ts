@@ -16,10 +16,20 @@ import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
 import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { basic, REDIRECT_URI } from './helpers/server.ts';
+import { WAIT_MS } from './helpers/wait.ts';
 
-/** A request on a connection of its own, so that the cluster hands it to whichever worker is next. */
+/**
+ * A request on a connection of its own, so that the kernel (or the cluster) hands it to
+ * whichever worker is next. Given up after WAIT_MS unless `init` has a signal of its own: a
+ * worker that never answers (its writes lost on the way to the writer) fails the test in
+ * seconds rather than at the runner's two-minute timeout.
+ */
 async function request(url: string, init: RequestInit = {}): Promise<Response> {
-  return fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), connection: 'close' } });
+  return fetch(url, {
+    signal: AbortSignal.timeout(WAIT_MS),
+    ...init,
+    headers: { ...(init.headers as Record<string, string>), connection: 'close' },
+  });
 }
 
 describe('tessera serve --workers 2', () => {

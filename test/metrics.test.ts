@@ -15,7 +15,7 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protoco
 import type { RunningServer } from '../src/main.ts';
 import { openStore } from '../src/store/open.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
+import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { pkceRequest } from './helpers/fixtures.ts';
 import { startMainServer } from './helpers/main-server.ts';
@@ -150,6 +150,8 @@ describe('metrics with several workers', () => {
       rmSync(dir, { recursive: true, force: true });
     });
     serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_METRICS_PORT: '0' }, 2);
+    // Said once every thread serves: after the threads' own lines, which serveTessera waits for.
+    await outputMatches(serving, /metrics at \S+/);
     const metricsUrl = /metrics at (\S+)/.exec(serving.output().stdout)?.[1];
     assert.ok(metricsUrl, serving.output().stdout);
     for (let i = 0; i < 6; i++) assert.equal((await fetch(`${serving.url}/healthz`, { headers: { connection: 'close' } })).status, 200);

@@ -71,7 +71,8 @@ const USAGE = `Usage: npm run bench -- [options]
                         on SQLite, as tessera/sqlite@NAME (and on PostgreSQL where it runs, as
                         tessera/postgres@NAME): an A/B of two versions in one run; its store
                         is seeded through that checkout's own code
-  --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles
+  --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles/<target>,
+                        one file a thread
   --out DIR             where latest.md, latest.json, logs/ and profiles/ go (default bench/results)
 `;
 

@@ -115,8 +115,11 @@ async function spawnServer(
   const logPath = join(options.logDir, `${label.replace(/\//g, '-')}.log`);
   const log = createWriteStream(logPath, { flags: 'a' });
   const flags = [...nodeFlags, ...(process.env['BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? [])];
-  if (options.cpuProfileDir)
-    flags.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${label.replace(/\//g, '-')}-\${pid}.cpuprofile`);
+  // A folder a target, with Node's own file names, which carry the thread's id: under
+  // TESSERA_WORKERS on SQLite the workers are threads of the one process, and a
+  // --cpu-prof-name (only ${pid} is filled in) would give every thread one file, the last to
+  // exit writing over the others.
+  if (options.cpuProfileDir) flags.push('--cpu-prof', `--cpu-prof-dir=${join(options.cpuProfileDir, label.replace(/[/ ]/g, '-'))}`);
   const child = spawn(process.execPath, [...flags, script], {
     cwd,
     env: { ...process.env, ...env },

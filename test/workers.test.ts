@@ -32,36 +32,100 @@ async function request(url: string, init: RequestInit = {}): Promise<Response> {
   });
 }
 
+/** A confidential client of the code grant, and a person to sign in, registered in `store`. */
+async function codeClient(store: Store, name: string): Promise<{ clientId: string; clientSecret: string; userId: string }> {
+  const clientId = `client-${randomUUID()}`;
+  const clientSecret = randomToken(32);
+  const userId = `sub-${randomUUID()}`;
+  await store.clients.create({
+    id: clientId,
+    name,
+    secretHash: hashSecret(clientSecret),
+    redirectUris: [REDIRECT_URI],
+    scopes: ['openid', 'profile'],
+    grantTypes: [GRANT_AUTHORIZATION_CODE],
+    webOrigins: [],
+    requireDpop: false,
+    requirePar: false,
+    deviceNetworks: [],
+    createdAt: Date.now(),
+    firstParty: false,
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: null,
+  });
+  await store.users.create(newUserRecord({ id: userId, username: `person-${userId}`, passwordHash: 'unused', createdAt: Date.now() }));
+  return { clientId, clientSecret, userId };
+}
+
+interface Minted {
+  readonly code: string;
+  readonly verifier: string;
+}
+
+/** `count` codes the person approved for the client (each with its grant, PKCE S256), stored in one transaction. */
+async function mintCodes(store: Store, { clientId, userId }: { clientId: string; userId: string }, count: number): Promise<Minted[]> {
+  const minted: Minted[] = [];
+  await store.transaction(async (tx) => {
+    for (let i = 0; i < count; i += 1) {
+      const grantId = randomUUID();
+      const now = Date.now();
+      await tx.grants.create({
+        id: grantId,
+        userId,
+        clientId,
+        scope: ['openid'],
+        kind: GRANT_AUTHORIZATION_CODE,
+        authTime: now,
+        createdAt: now,
+        revokedAt: null,
+        device: null,
+      });
+      const code = randomToken(32);
+      const verifier = randomToken(32);
+      await tx.codes.create({
+        hash: hashSecret(code),
+        clientId,
+        userId,
+        grantId,
+        redirectUri: REDIRECT_URI,
+        scope: ['openid'],
+        nonce: null,
+        codeChallenge: s256(verifier),
+        authTime: now,
+        sid: null,
+        createdAt: now,
+        expiresAt: now + 60_000,
+        consumedAt: null,
+        dpopJkt: null,
+        idTokenClaims: [],
+      });
+      minted.push({ code, verifier });
+    }
+  });
+  return minted;
+}
+
+/** The client redeems `minted` at the token endpoint of `url` (RFC 6749 §4.1.3), on a connection of its own. */
+function exchange(url: string, { clientId, clientSecret }: { clientId: string; clientSecret: string }, { code, verifier }: Minted): Promise<Response> {
+  return request(`${url}/oauth/token`, {
+    method: 'POST',
+    headers: { authorization: basic(clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier }).toString(),
+  });
+}
+
 describe('tessera serve --workers 2', () => {
   let dir: string;
   let url: string;
   let serving: ServingCommand;
   let store: Store;
-  const clientId = `client-${randomUUID()}`;
-  const clientSecret = randomToken(32);
-  const userId = `sub-${randomUUID()}`;
+  let client: { clientId: string; clientSecret: string; userId: string };
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-workers-'));
     const database = join(dir, 'tessera.db');
     store = await openStore(database);
-    await store.clients.create({
-      id: clientId,
-      name: 'Workers',
-      secretHash: hashSecret(clientSecret),
-      redirectUris: [REDIRECT_URI],
-      scopes: ['openid', 'profile'],
-      grantTypes: [GRANT_AUTHORIZATION_CODE],
-      webOrigins: [],
-      requireDpop: false,
-      requirePar: false,
-      deviceNetworks: [],
-      createdAt: Date.now(),
-      firstParty: false,
-      postLogoutRedirectUris: [],
-      backchannelLogoutUri: null,
-    });
-    await store.users.create(newUserRecord({ id: userId, username: 'ada', passwordHash: 'unused', name: 'Ada Lovelace', createdAt: Date.now() }));
+    client = await codeClient(store, 'Workers');
     serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: database, TESSERA_SHUTDOWN_DELAY: '3' }, 2);
     url = serving.url;
   });
@@ -100,56 +164,15 @@ describe('tessera serve --workers 2', () => {
   });
 
   it('redeems codes from the one shared store exactly once, whichever worker answers', async () => {
-    const minted = [];
-    for (let i = 0; i < 6; i += 1) {
-      const grantId = randomUUID();
-      const now = Date.now();
-      await store.grants.create({
-        id: grantId,
-        userId,
-        clientId,
-        scope: ['openid'],
-        kind: GRANT_AUTHORIZATION_CODE,
-        authTime: now,
-        createdAt: now,
-        revokedAt: null,
-        device: null,
-      });
-      const code = randomToken(32);
-      const verifier = randomToken(32);
-      await store.codes.create({
-        hash: hashSecret(code),
-        clientId,
-        userId,
-        grantId,
-        redirectUri: REDIRECT_URI,
-        scope: ['openid'],
-        nonce: null,
-        codeChallenge: s256(verifier),
-        authTime: now,
-        sid: null,
-        createdAt: now,
-        expiresAt: now + 60_000,
-        consumedAt: null,
-        dpopJkt: null,
-        idTokenClaims: [],
-      });
-      minted.push({ code, verifier });
-    }
-    const exchange = ({ code, verifier }: { code: string; verifier: string }) =>
-      request(`${url}/oauth/token`, {
-        method: 'POST',
-        headers: { authorization: basic(clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier }).toString(),
-      });
+    const minted = await mintCodes(store, client, 6);
     const jwks = createLocalJWKSet((await (await request(`${url}/.well-known/jwks.json`)).json()) as JSONWebKeySet);
-    for (const response of await Promise.all(minted.map(exchange))) {
+    for (const response of await Promise.all(minted.map((each) => exchange(url, client, each)))) {
       assert.equal(response.status, 200);
       const { id_token } = (await response.json()) as { id_token: string };
-      const { payload } = await jwtVerify(id_token, jwks, { issuer: url, audience: clientId });
-      assert.equal(payload.sub, userId);
+      const { payload } = await jwtVerify(id_token, jwks, { issuer: url, audience: client.clientId });
+      assert.equal(payload.sub, client.userId);
     }
-    const replays = await Promise.all(minted.map(exchange));
+    const replays = await Promise.all(minted.map((each) => exchange(url, client, each)));
     for (const replay of replays) {
       assert.equal(replay.status, 400);
       assert.equal(((await replay.json()) as { error: string }).error, 'invalid_grant');
@@ -186,75 +209,18 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
   it('gives tokens for each code to exactly one of the concurrent redemptions spread over the four workers', async () => {
     const database = join(dir, 'tessera.db');
     store = await openStore(database);
-    const clientId = `client-${randomUUID()}`;
-    const clientSecret = randomToken(32);
-    const userId = `sub-${randomUUID()}`;
-    await store.clients.create({
-      id: clientId,
-      name: 'Races',
-      secretHash: hashSecret(clientSecret),
-      redirectUris: [REDIRECT_URI],
-      scopes: ['openid'],
-      grantTypes: [GRANT_AUTHORIZATION_CODE],
-      webOrigins: [],
-      requireDpop: false,
-      requirePar: false,
-      deviceNetworks: [],
-      createdAt: Date.now(),
-      firstParty: false,
-      postLogoutRedirectUris: [],
-      backchannelLogoutUri: null,
-    });
-    await store.users.create(newUserRecord({ id: userId, username: 'grace', passwordHash: 'unused', createdAt: Date.now() }));
-    const minted: { code: string; verifier: string }[] = [];
-    await store.transaction(async (tx) => {
-      for (let i = 0; i < 12; i += 1) {
-        const grantId = randomUUID();
-        const now = Date.now();
-        await tx.grants.create({
-          id: grantId,
-          userId,
-          clientId,
-          scope: ['openid'],
-          kind: GRANT_AUTHORIZATION_CODE,
-          authTime: now,
-          createdAt: now,
-          revokedAt: null,
-          device: null,
-        });
-        const code = randomToken(32);
-        const verifier = randomToken(32);
-        await tx.codes.create({
-          hash: hashSecret(code),
-          clientId,
-          userId,
-          grantId,
-          redirectUri: REDIRECT_URI,
-          scope: ['openid'],
-          nonce: null,
-          codeChallenge: s256(verifier),
-          authTime: now,
-          sid: null,
-          createdAt: now,
-          expiresAt: now + 60_000,
-          consumedAt: null,
-          dpopJkt: null,
-          idTokenClaims: [],
-        });
-        minted.push({ code, verifier });
-      }
-    });
+    const client = await codeClient(store, 'Races');
+    const minted = await mintCodes(store, client, 12);
     serving = await serveTessera(['--workers', '4'], { TESSERA_DATABASE: database }, 4);
     const url = serving.url;
-    const exchange = ({ code, verifier }: { code: string; verifier: string }) =>
-      request(`${url}/oauth/token`, {
-        method: 'POST',
-        headers: { authorization: basic(clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier }).toString(),
-      }).then(async (response) => ({ status: response.status, body: (await response.json()) as { error?: string; id_token?: string } }));
+    const redeem = (each: Minted) =>
+      exchange(url, client, each).then(async (response) => ({
+        status: response.status,
+        body: (await response.json()) as { error?: string; id_token?: string },
+      }));
     // Six redemptions of each code at once, each on a connection of its own, so that the
     // workers race each other for every code.
-    const answers = await Promise.all(minted.map((each) => Promise.all(Array.from({ length: 6 }, () => exchange(each)))));
+    const answers = await Promise.all(minted.map((each) => Promise.all(Array.from({ length: 6 }, () => redeem(each)))));
     for (const [index, redemptions] of answers.entries()) {
       const granted = redemptions.filter((answer) => answer.status === 200);
       assert.equal(granted.length, 1, `code ${index + 1}: ${redemptions.map((answer) => answer.status).join(', ')}`);

@@ -84,6 +84,12 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
 
   const A = () => a!;
   const B = () => b!;
+  /** `tessera client add` of a confidential client redirecting to REDIRECT_URI, as an operator runs it. */
+  const addClient = (name: string, scope: string, ...grants: string[]) =>
+    tessera(
+      ['client', 'add', '--name', name, '--redirect-uri', REDIRECT_URI, '--scope', scope, ...grants.flatMap((grant) => ['--grant', grant]), '--json'],
+      env,
+    );
 
   before(async () => {
     env = {
@@ -98,24 +104,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     // B is given, as behind a load balancer; B then races A to use the first keys.
     const [startedA, registered, created] = await Promise.all([
       startInstance('A', env),
-      tessera(
-        [
-          'client',
-          'add',
-          '--name',
-          'Photo Printer',
-          '--redirect-uri',
-          REDIRECT_URI,
-          '--scope',
-          'openid profile',
-          '--grant',
-          'authorization_code',
-          '--grant',
-          'device_code',
-          '--json',
-        ],
-        env,
-      ),
+      addClient('Photo Printer', 'openid profile', 'authorization_code', 'device_code'),
       tessera(['user', 'add', '--username', ada.username, '--password-stdin', '--name', 'Ada Lovelace'], env, `${ada.password}\n`),
     ]);
     a = startedA;
@@ -309,24 +298,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
   });
 
   it('rotates at B a refresh token A issued, and a replay of the old one at A ends the approval on both', async () => {
-    const registered = await tessera(
-      [
-        'client',
-        'add',
-        '--name',
-        'Mail',
-        '--redirect-uri',
-        REDIRECT_URI,
-        '--scope',
-        'openid offline_access',
-        '--grant',
-        'authorization_code',
-        '--grant',
-        'refresh_token',
-        '--json',
-      ],
-      env,
-    );
+    const registered = await addClient('Mail', 'openid offline_access', 'authorization_code', 'refresh_token');
     assert.equal(registered.code, 0, registered.stderr);
     const mail = JSON.parse(registered.stdout) as typeof client;
     const authorization = { authorization: basic(mail.client_id, mail.client_secret) };
@@ -363,24 +335,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
   it('disabling a user with tessera user disable ends their session and tokens on both instances at once', async () => {
     const eve = { username: 'eve', password: 'eve has a long password' };
     assert.equal((await tessera(['user', 'add', '--username', eve.username, '--password-stdin'], env, `${eve.password}\n`)).code, 0);
-    const registered = await tessera(
-      [
-        'client',
-        'add',
-        '--name',
-        'Notes',
-        '--redirect-uri',
-        REDIRECT_URI,
-        '--scope',
-        'openid offline_access',
-        '--grant',
-        'authorization_code',
-        '--grant',
-        'refresh_token',
-        '--json',
-      ],
-      env,
-    );
+    const registered = await addClient('Notes', 'openid offline_access', 'authorization_code', 'refresh_token');
     const notes = JSON.parse(registered.stdout) as typeof client;
     const authorization = { authorization: basic(notes.client_id, notes.client_secret) };
     const notesViaA = await oidc.discovery(new URL(issuer), notes.client_id, undefined, oidc.ClientSecretBasic(notes.client_secret), {

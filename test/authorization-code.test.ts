@@ -5,7 +5,7 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { freshPostgresDatabase, postgresSkip } from './helpers/postgres.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { authorizationAttempt, startWithApp, type Attempt } from './helpers/fixtures.ts';
+import { authorizationAttempt, startWithApp, type Attempt, redeemAttempt } from './helpers/fixtures.ts';
 
 describe('authorization code flow with PKCE, through openid-client', () => {
   let server: TestServer, client: TestClient, user: TestUser, config: oidc.Configuration;
@@ -29,12 +29,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
 
   it('completes the flow, and the client library validates the ID token with its nonce', async () => {
     const start = await authorizationAttempt(config);
-    const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
-      pkceCodeVerifier: start.verifier,
-      expectedState: start.state,
-      expectedNonce: start.nonce,
-      idTokenExpected: true,
-    });
+    const tokens = await redeemAttempt(config, start, await callback(start));
     assert.equal(tokens.token_type, 'bearer');
     assert.equal(tokens.scope, 'openid profile email');
     assert.ok((tokens.expires_in ?? 0) > 0);
@@ -55,11 +50,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
 
   it('issues an RFC 9068 access token that verifies against the published JWKS', async () => {
     const start = await authorizationAttempt(config, { scope: 'openid' });
-    const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
-      pkceCodeVerifier: start.verifier,
-      expectedState: start.state,
-      expectedNonce: start.nonce,
-    });
+    const tokens = await redeemAttempt(config, start, await callback(start));
     const jwks = createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`));
     const { payload, protectedHeader } = await jwtVerify(tokens.access_token, jwks, {
       issuer: server.url,
@@ -173,11 +164,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     const page = await new FormBrowser(server.url).authorize(start.url.href, leaver);
     await server.store.users.setDisabled(leaver.id, true);
     await assert.rejects(
-      oidc.authorizationCodeGrant(config, new URL(page.location!), {
-        pkceCodeVerifier: start.verifier,
-        expectedState: start.state,
-        expectedNonce: start.nonce,
-      }),
+      redeemAttempt(config, start, page.location!),
       (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
     );
   });
@@ -249,11 +236,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
 
   it('signs ID tokens with a key that the JWKS publishes', async () => {
     const start = await authorizationAttempt(config);
-    const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
-      pkceCodeVerifier: start.verifier,
-      expectedState: start.state,
-      expectedNonce: start.nonce,
-    });
+    const tokens = await redeemAttempt(config, start, await callback(start));
     const { kid } = decodeProtectedHeader(tokens.id_token!);
     const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string; d?: string }[] };
     assert.ok(jwks.keys.some((key) => key.kid === kid));

@@ -4,11 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import * as oidc from 'openid-client';
+import type * as oidc from 'openid-client';
 import { MAX_HINT_LENGTH } from '../src/flows/authorization-code/request.ts';
 import { FormBrowser, assertApprovalPage } from './helpers/browser.ts';
 import { REDIRECT_URI, type TestServer, type TestUser } from './helpers/server.ts';
-import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
+import { authorizationAttempt, startWithApp, redeemAttempt } from './helpers/fixtures.ts';
 
 describe('authorization requests as certification sends them', () => {
   let server: TestServer, user: TestUser, config: oidc.Configuration;
@@ -32,11 +32,7 @@ describe('authorization requests as certification sends them', () => {
     // reads only the ID token asks: what makes a real ID token long.
     const first = await start({ claims: JSON.stringify({ id_token: { name: null, email: null } }) });
     const page = await browser.authorize(first.url.href, user);
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), {
-      pkceCodeVerifier: first.verifier,
-      expectedState: first.state,
-      expectedNonce: first.nonce,
-    });
+    const tokens = await redeemAttempt(config, first, page.location!);
     return { browser, idToken: tokens.id_token! };
   }
 
@@ -50,11 +46,7 @@ describe('authorization requests as certification sends them', () => {
       assertApprovalPage(approval, '/oauth/authorize/decision');
       const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
       assert.ok(decided.location?.startsWith(REDIRECT_URI), decided.location ?? decided.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), {
-        pkceCodeVerifier: attempt.verifier,
-        expectedState: attempt.state,
-        expectedNonce: attempt.nonce,
-      });
+      const tokens = await redeemAttempt(config, attempt, decided.location!);
       assert.equal(tokens.claims()!.sub, user.id);
     });
 
@@ -63,11 +55,7 @@ describe('authorization requests as certification sends them', () => {
       const attempt = await start({ prompt: 'none' });
       const answered = await browser.follow(await browser.request('/oauth/authorize', { form: attempt.url.searchParams }));
       assert.ok(answered.location?.startsWith(REDIRECT_URI), answered.location ?? answered.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location!), {
-        pkceCodeVerifier: attempt.verifier,
-        expectedState: attempt.state,
-        expectedNonce: attempt.nonce,
-      });
+      const tokens = await redeemAttempt(config, attempt, answered.location!);
       assert.equal(tokens.claims()!.sub, user.id);
     });
 
@@ -121,11 +109,7 @@ describe('authorization requests as certification sends them', () => {
       assert.match(widened.html, /the approval form was changed after it was shown/);
       const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
       assert.ok(decided.location?.startsWith(REDIRECT_URI), decided.location ?? decided.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), {
-        pkceCodeVerifier: attempt.verifier,
-        expectedState: attempt.state,
-        expectedNonce: attempt.nonce,
-      });
+      const tokens = await redeemAttempt(config, attempt, decided.location!);
       assert.equal(tokens.scope, 'openid');
     });
   });
@@ -137,11 +121,7 @@ describe('authorization requests as certification sends them', () => {
       const attempt = await start({ prompt: 'none', id_token_hint: idToken, login_hint: 'l'.repeat(MAX_HINT_LENGTH) });
       const answered = await browser.request(attempt.url.href);
       assert.ok(answered.location?.startsWith(REDIRECT_URI), answered.location ?? answered.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location!), {
-        pkceCodeVerifier: attempt.verifier,
-        expectedState: attempt.state,
-        expectedNonce: attempt.nonce,
-      });
+      const tokens = await redeemAttempt(config, attempt, answered.location!);
       assert.equal(tokens.claims()!.sub, user.id);
     });
 
@@ -151,11 +131,7 @@ describe('authorization requests as certification sends them', () => {
       const attempt = await start({ id_token_hint: idToken, login_hint: 'l'.repeat(MAX_HINT_LENGTH) });
       const page = await browser.authorize(attempt.url.href, user);
       assert.ok(page.location?.startsWith(REDIRECT_URI), page.location ?? page.html);
-      await oidc.authorizationCodeGrant(config, new URL(page.location!), {
-        pkceCodeVerifier: attempt.verifier,
-        expectedState: attempt.state,
-        expectedNonce: attempt.nonce,
-      });
+      await redeemAttempt(config, attempt, page.location!);
     });
 
     it('refuses a hint over the limit with invalid_request at the redirect URI, and keeps 1,024 for other parameters', async () => {

@@ -4,7 +4,7 @@ import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { closeAll, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
+import { authorizationAttempt, startWithApp, redeemAttempt } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
 describe('signing in and approving in a real browser', { skip: chromiumUnavailable() }, () => {
@@ -58,12 +58,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
     await page.getByRole('button', { name: 'Approve' }).click();
 
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
-      pkceCodeVerifier: attempt.verifier,
-      expectedState: attempt.state,
-      expectedNonce: attempt.nonce,
-      idTokenExpected: true,
-    });
+    const tokens = await redeemAttempt(config, attempt, await within(callback, 'the redirect back to the client'));
     assert.equal(tokens.claims()?.sub, user.id);
     assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id))['name'], 'Grace Hopper');
     await page.context().close();
@@ -102,12 +97,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.goto(attempt.url.href);
     await signIn(page);
     // Approved in the first test: no approval page this time.
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
-      pkceCodeVerifier: attempt.verifier,
-      expectedState: attempt.state,
-      expectedNonce: attempt.nonce,
-      idTokenExpected: true,
-    });
+    const tokens = await redeemAttempt(config, attempt, await within(callback, 'the redirect back to the client'));
     assert.equal(tokens.claims()?.sub, user.id);
 
     // prompt=login, a wrong password first: the sign-in page shown again still leads on to

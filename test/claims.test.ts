@@ -11,7 +11,7 @@ import { FormBrowser } from './helpers/browser.ts';
 import { text } from './helpers/device.ts';
 import { discover, withRefresh } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
+import { authorizationAttempt, startWithApp, redeemAttempt } from './helpers/fixtures.ts';
 
 describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims parameter (§5.5)', () => {
   let server: TestServer, narrow: TestClient, every: TestClient, user: TestUser, config: oidc.Configuration;
@@ -57,12 +57,7 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
   async function signIn(configuration: oidc.Configuration, scope: string, extra: Record<string, string> = {}) {
     const asked = await request(configuration, scope, extra);
     const page = await new FormBrowser(server.url).authorize(asked.url.href, user);
-    return oidc.authorizationCodeGrant(configuration, new URL(page.location!), {
-      pkceCodeVerifier: asked.verifier,
-      expectedState: asked.state,
-      expectedNonce: asked.nonce,
-      idTokenExpected: true,
-    });
+    return redeemAttempt(configuration, asked, page.location!);
   }
 
   const claims = (value: unknown) => ({ claims: JSON.stringify(value) });

@@ -10,11 +10,11 @@ import type { Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import express from 'express';
 import { auth } from 'express-openid-connect';
-import * as oidc from 'openid-client';
+import type * as oidc from 'openid-client';
 import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
-import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
+import { authorizationAttempt, startWithApp, redeemAttempt } from './helpers/fixtures.ts';
 
 describe('response_mode=form_post (OAuth 2.0 Form Post Response Mode)', () => {
   let server: TestServer, user: TestUser, config: oidc.Configuration;
@@ -68,11 +68,7 @@ describe('response_mode=form_post (OAuth 2.0 Form Post Response Mode)', () => {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams(fields),
     });
-    const tokens = await oidc.authorizationCodeGrant(config, callback, {
-      pkceCodeVerifier: attempt.verifier,
-      expectedState: attempt.state,
-      expectedNonce: attempt.nonce,
-    });
+    const tokens = await redeemAttempt(config, attempt, callback);
     assert.equal(tokens.claims()!.sub, user.id);
   });
 

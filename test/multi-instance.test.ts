@@ -21,7 +21,7 @@ import { FormBrowser, type Page } from './helpers/browser.ts';
 import { runTessera as tessera, serveTessera } from './helpers/cli.ts';
 import { assertPollError, BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
-import { authorizationAttempt, type Attempt } from './helpers/fixtures.ts';
+import { authorizationAttempt, type Attempt, redeemAttempt } from './helpers/fixtures.ts';
 import { basic, postForm, REDIRECT_URI } from './helpers/server.ts';
 
 interface Instance {
@@ -151,12 +151,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     const start = await attempt(viaA);
     const { browser, next } = await signIn(A(), start);
     const approved = await browser.submit(await browser.follow(next), '/oauth/authorize/decision', { decision: 'approve' });
-    const tokens = await oidc.authorizationCodeGrant(viaA, callback(approved), {
-      pkceCodeVerifier: start.verifier,
-      expectedState: start.state,
-      expectedNonce: start.nonce,
-      idTokenExpected: true,
-    });
+    const tokens = await redeemAttempt(viaA, start, callback(approved));
     const keysOfB = createLocalJWKSet(await jwks(B()));
     const access = await jwtVerify(tokens.access_token, keysOfB, { issuer, audience: issuer, typ: 'at+jwt' });
     assert.equal(access.payload.sub, adaSub);
@@ -175,12 +170,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     const callbackUrl = callback(await browser.submit(consent, '/oauth/authorize/decision', { decision: 'approve' }));
     assert.equal(callbackUrl.searchParams.get('iss'), issuer);
 
-    const tokens = await oidc.authorizationCodeGrant(viaB, callbackUrl, {
-      pkceCodeVerifier: start.verifier,
-      expectedState: start.state,
-      expectedNonce: start.nonce,
-      idTokenExpected: true,
-    });
+    const tokens = await redeemAttempt(viaB, start, callbackUrl);
     assert.equal(tokens.claims()?.sub, adaSub);
     const { payload } = await jwtVerify(tokens.access_token, createLocalJWKSet(await jwks(A())), { issuer, audience: issuer });
     assert.equal(payload['client_id'], client.client_id);
@@ -308,11 +298,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     const start = await attempt(mailViaA, 'openid offline_access');
     const { browser, next } = await signIn(A(), start);
     const approved = await browser.submit(await browser.follow(next), '/oauth/authorize/decision', { decision: 'approve' });
-    const first = await oidc.authorizationCodeGrant(mailViaA, callback(approved), {
-      pkceCodeVerifier: start.verifier,
-      expectedState: start.state,
-      expectedNonce: start.nonce,
-    });
+    const first = await redeemAttempt(mailViaA, start, callback(approved));
     assert.ok(first.refresh_token, 'a refresh token with offline_access');
 
     const refresh = (instance: Instance, token: string) =>
@@ -346,11 +332,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     const signedIn = await browser.submit(await browser.request(at(A(), start.url)), '/login', eve);
     assert.equal(signedIn.status, 303, signedIn.html);
     const approved = await browser.submit(await browser.follow(signedIn), '/oauth/authorize/decision', { decision: 'approve' });
-    const tokens = await oidc.authorizationCodeGrant(notesViaA, callback(approved), {
-      pkceCodeVerifier: start.verifier,
-      expectedState: start.state,
-      expectedNonce: start.nonce,
-    });
+    const tokens = await redeemAttempt(notesViaA, start, callback(approved));
     assert.equal((await browser.request(at(B(), '/account'))).status, 200, 'signed in, as seen from B');
 
     const disabled = await tessera(['user', 'disable', 'eve'], env);

@@ -15,7 +15,7 @@ import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp
 import { FormBrowser } from './helpers/browser.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
-import { addUpstreamTessera, authorizationAttempt } from './helpers/fixtures.ts';
+import { addUpstreamTessera, authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
 import { closeAll, closeServer, listenOnFreePort, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
@@ -86,12 +86,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
 
   /** The app's tokens for the code of the redirect back to it. */
   async function redeem(callback: Promise<URL>, attempt: Awaited<ReturnType<typeof authorize>>) {
-    return oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: attempt.verifier,
-      expectedState: attempt.state,
-      expectedNonce: attempt.nonce,
-      idTokenExpected: true,
-    });
+    return redeemAttempt(config, attempt, await within(callback, 'the redirect back to the app'));
   }
 
   /** At the upstream Tessera's own sign-in page. */

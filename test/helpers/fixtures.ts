@@ -160,6 +160,24 @@ export async function authorizationAttempt(config: oidc.Configuration, params: R
 }
 
 /**
+ * The code in `callback` (the redirect back to the app, or a form post's request) redeemed as the app would, through
+ * openid-client, which checks the attempt's state, its nonce in the ID token that must come
+ * with the tokens, and sends its PKCE verifier (RFC 7636 §4.5).
+ */
+export function redeemAttempt(
+  config: oidc.Configuration,
+  attempt: Pick<Attempt, 'verifier' | 'state' | 'nonce'>,
+  callback: string | URL | Request,
+): Promise<oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers> {
+  return oidc.authorizationCodeGrant(config, typeof callback === 'string' ? new URL(callback) : callback, {
+    pkceCodeVerifier: attempt.verifier,
+    expectedState: attempt.state,
+    expectedNonce: attempt.nonce,
+    idTokenExpected: true,
+  });
+}
+
+/**
  * The query of an authorization code request for `client` (PKCE S256, a verifier nobody keeps),
  * as a browser arrives with it at /oauth/authorize: for tests of the sign-in page itself.
  */

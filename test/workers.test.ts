@@ -9,13 +9,14 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType } from '../src/core/protocol.ts';
 import { loadConfig } from '../src/config/index.ts';
 import { startThreads } from '../src/main.ts';
 import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
 import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { basic, REDIRECT_URI } from './helpers/server.ts';
+import { pendingCode, publicClient } from './store/fixtures.ts';
 import { WAIT_MS } from './helpers/wait.ts';
 
 /**
@@ -32,29 +33,31 @@ async function request(url: string, init: RequestInit = {}): Promise<Response> {
   });
 }
 
-/** A confidential client of the code grant, and a person to sign in, registered in `store`. */
-async function codeClient(store: Store, name: string): Promise<{ clientId: string; clientSecret: string; userId: string }> {
+/** A confidential client (HTTP Basic) of `grantTypes`, registered in `store`. */
+async function confidentialClient(store: Store, name: string, grantTypes: GrantType[]): Promise<{ clientId: string; clientSecret: string }> {
   const clientId = `client-${randomUUID()}`;
   const clientSecret = randomToken(32);
+  await store.clients.create(
+    publicClient({
+      id: clientId,
+      name,
+      secretHash: hashSecret(clientSecret),
+      authMethod: 'client_secret_basic',
+      redirectUris: grantTypes.includes(GRANT_AUTHORIZATION_CODE) ? [REDIRECT_URI] : [],
+      scopes: ['openid', 'profile'],
+      grantTypes,
+      createdAt: Date.now(),
+    }),
+  );
+  return { clientId, clientSecret };
+}
+
+/** A client of the code grant, and a person to sign in, registered in `store`. */
+async function codeClient(store: Store, name: string): Promise<{ clientId: string; clientSecret: string; userId: string }> {
+  const client = await confidentialClient(store, name, [GRANT_AUTHORIZATION_CODE]);
   const userId = `sub-${randomUUID()}`;
-  await store.clients.create({
-    id: clientId,
-    name,
-    secretHash: hashSecret(clientSecret),
-    redirectUris: [REDIRECT_URI],
-    scopes: ['openid', 'profile'],
-    grantTypes: [GRANT_AUTHORIZATION_CODE],
-    webOrigins: [],
-    requireDpop: false,
-    requirePar: false,
-    deviceNetworks: [],
-    createdAt: Date.now(),
-    firstParty: false,
-    postLogoutRedirectUris: [],
-    backchannelLogoutUri: null,
-  });
   await store.users.create(newUserRecord({ id: userId, username: `person-${userId}`, passwordHash: 'unused', createdAt: Date.now() }));
-  return { clientId, clientSecret, userId };
+  return { ...client, userId };
 }
 
 interface Minted {
@@ -82,23 +85,13 @@ async function mintCodes(store: Store, { clientId, userId }: { clientId: string;
       });
       const code = randomToken(32);
       const verifier = randomToken(32);
-      await tx.codes.create({
-        hash: hashSecret(code),
-        clientId,
-        userId,
-        grantId,
-        redirectUri: REDIRECT_URI,
-        scope: ['openid'],
-        nonce: null,
-        codeChallenge: s256(verifier),
-        authTime: now,
-        sid: null,
-        createdAt: now,
-        expiresAt: now + 60_000,
-        consumedAt: null,
-        dpopJkt: null,
-        idTokenClaims: [],
-      });
+      await tx.codes.create(
+        pendingCode(
+          hashSecret(code),
+          { id: grantId, clientId, userId },
+          { redirectUri: REDIRECT_URI, codeChallenge: s256(verifier), authTime: now, createdAt: now, expiresAt: now + 60_000 },
+        ),
+      );
       minted.push({ code, verifier });
     }
   });
@@ -236,26 +229,9 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
   /** A file with a device client of its own, for the load below. */
   const deviceClient = async (database: string) => {
     const created = await openStore(database);
-    const clientId = `device-${randomUUID()}`;
-    const clientSecret = randomToken(32);
-    await created.clients.create({
-      id: clientId,
-      name: 'Killed',
-      secretHash: hashSecret(clientSecret),
-      redirectUris: [],
-      scopes: ['openid'],
-      grantTypes: [GRANT_DEVICE_CODE],
-      webOrigins: [],
-      requireDpop: false,
-      requirePar: false,
-      deviceNetworks: [],
-      createdAt: Date.now(),
-      firstParty: false,
-      postLogoutRedirectUris: [],
-      backchannelLogoutUri: null,
-    });
+    const client = await confidentialClient(created, 'Killed', [GRANT_DEVICE_CODE]);
     await created.close();
-    return { clientId, clientSecret };
+    return client;
   };
   const UNLIMITED = { TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '1000000', TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '1000000' };
 

@@ -20,7 +20,7 @@ import { createStream, SsfError } from '../src/flows/ssf/streams.ts';
 import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { tessera } from './helpers/cli.ts';
-import { manageDeps } from './helpers/manage.ts';
+import { disableAndEnable, manageDeps } from './helpers/manage.ts';
 import { Receiver, type Received } from './helpers/receiver.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
@@ -207,13 +207,7 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     const streamId = created.body.stream_id as string;
     const grace = await server.addUser({ username: 'grace', email: 'grace@example.com' });
     await receiver.down();
-    for (let i = 0; i < 3; i += 1) {
-      await setDisabled(manageDeps(server), 'grace', true);
-      await setDisabled(manageDeps(server), 'grace', false);
-    }
-    const sent = (await server.store.events.list({ userId: grace.id, limit: 10 }))
-      .filter((event) => event.type === 'user.disabled' || event.type === 'user.enabled')
-      .reverse();
+    const sent = await disableAndEnable(server, grace, 3);
     assert.equal(sent.length, 6);
     const oldest = async () => (await server.store.ssf.deliveries(streamId, 10)).at(-1)!;
     await until('failed tries', async () => (await oldest()).attempts >= 2, 5000);

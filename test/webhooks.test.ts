@@ -21,7 +21,7 @@ import { setDisabled } from '../src/flows/manage/users.ts';
 import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { tessera } from './helpers/cli.ts';
-import { manageDeps } from './helpers/manage.ts';
+import { disableAndEnable, manageDeps } from './helpers/manage.ts';
 import { Receiver, type Received } from './helpers/receiver.ts';
 import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
@@ -121,13 +121,7 @@ describe('webhooks: events out, signed, from the outbox', () => {
     const { id, secret } = await addWebhook(receiver.url, ['user.disabled', 'user.enabled']);
     const grace = await server.addUser({ username: 'grace' });
     await receiver.down();
-    for (let i = 0; i < 3; i += 1) {
-      await setDisabled(manageDeps(server), 'grace', true);
-      await setDisabled(manageDeps(server), 'grace', false);
-    }
-    const sent = (await server.store.events.list({ userId: grace.id, limit: 10 }))
-      .filter((event) => event.type === 'user.disabled' || event.type === 'user.enabled')
-      .reverse();
+    const sent = await disableAndEnable(server, grace, 3);
     assert.equal(sent.length, 6);
     // Tried, and failed, while down.
     // The oldest is tried, and fails, while the receiver is down; the others wait behind it.

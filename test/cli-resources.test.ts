@@ -5,6 +5,7 @@ import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
 import { scratchDatabase } from './helpers/scratch.ts';
 import { runTessera as tessera } from './helpers/cli.ts';
+import { approvedGrant } from './store/fixtures.ts';
 
 describe('the tessera command: API resources', () => {
   const { env } = scratchDatabase('tessera-cli-resources-');
@@ -165,17 +166,7 @@ describe('the tessera command: API resources', () => {
     const store = await openStore(env['TESSERA_DATABASE']!);
     try {
       const user = (await store.users.findByUsername('grace'))!;
-      await store.grants.create({
-        id: 'grant-photos',
-        userId: user.id,
-        clientId,
-        scope: ['openid', 'photos:read'],
-        kind: GRANT_AUTHORIZATION_CODE,
-        authTime: Date.now(),
-        createdAt: Date.now(),
-        revokedAt: null,
-        device: null,
-      });
+      await store.grants.create(approvedGrant({ id: 'grant-photos', userId: user.id, clientId, scope: ['openid', 'photos:read'] }, Date.now()));
     } finally {
       await store.close();
     }

@@ -17,6 +17,7 @@ import { DEVICE_AUTHORIZATION_PATH, TOKEN_PATH } from '../src/core/endpoints.ts'
 import { GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { describePostgres, freshPostgresDatabase } from './helpers/postgres.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { approvedGrant } from './store/fixtures.ts';
 
 const API = { identifier: 'https://api.round-trips.example', scope: 'rt.read' } as const;
 
@@ -80,17 +81,7 @@ describePostgres('round trips to PostgreSQL per request', () => {
     const grantId = randomUUID();
     const code = randomToken(32);
     const verifier = randomToken(32);
-    await server.store.grants.create({
-      id: grantId,
-      userId: user.id,
-      clientId: client.clientId,
-      scope: ['openid', 'profile'],
-      kind: GRANT_AUTHORIZATION_CODE,
-      authTime: now,
-      createdAt: now,
-      revokedAt: null,
-      device: null,
-    });
+    await server.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.clientId, scope: ['openid', 'profile'] }, now));
     await server.store.codes.create({
       hash: hashSecret(code),
       clientId: client.clientId,

@@ -16,7 +16,7 @@ import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
 import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { basic, REDIRECT_URI } from './helpers/server.ts';
-import { pendingCode, publicClient } from './store/fixtures.ts';
+import { approvedGrant, pendingCode, publicClient } from './store/fixtures.ts';
 import { WAIT_MS } from './helpers/wait.ts';
 
 /**
@@ -72,17 +72,7 @@ async function mintCodes(store: Store, { clientId, userId }: { clientId: string;
     for (let i = 0; i < count; i += 1) {
       const grantId = randomUUID();
       const now = Date.now();
-      await tx.grants.create({
-        id: grantId,
-        userId,
-        clientId,
-        scope: ['openid'],
-        kind: GRANT_AUTHORIZATION_CODE,
-        authTime: now,
-        createdAt: now,
-        revokedAt: null,
-        device: null,
-      });
+      await tx.grants.create(approvedGrant({ id: grantId, userId, clientId }, now));
       const code = randomToken(32);
       const verifier = randomToken(32);
       await tx.codes.create(

@@ -8,6 +8,7 @@ import { openStore } from '../store/open.ts';
 import { newUserRecord, type ClientRecord, type Store, type UserRecord } from '../store/types.ts';
 import { TokenIssuer } from './issue.ts';
 import { KeyManager } from './keys.ts';
+import { approvedGrant } from '../../test/store/fixtures.ts';
 
 const ISSUER = 'https://auth.example.com';
 const lifetimes = { ...loadConfig({}).lifetimes, accessToken: 3600, idToken: 600 };
@@ -46,17 +47,7 @@ describe('TokenIssuer', () => {
     await keys.ensureKeys();
     await store.clients.create(client);
     await store.users.create(user);
-    await store.grants.create({
-      id: 'grant-1',
-      userId: user.id,
-      clientId: client.id,
-      scope: ['openid', 'profile'],
-      kind: GRANT_AUTHORIZATION_CODE,
-      authTime: clock.now(),
-      createdAt: clock.now(),
-      revokedAt: null,
-      device: null,
-    });
+    await store.grants.create(approvedGrant({ id: 'grant-1', userId: user.id, clientId: client.id, scope: ['openid', 'profile'] }, clock.now()));
   });
   after(() => store.close());
 

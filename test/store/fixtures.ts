@@ -1,5 +1,6 @@
 import type { AuditEvent, EventType } from '../../src/core/events.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
+import type { NewGrant } from '../../src/store/grants.ts';
 import type { AuthorizationCodeRecord, ClientRecord, DeviceAuthorizationRecord, SsfStreamRecord, Store } from '../../src/store/types.ts';
 
 /** A public client with every field at its default, but `overrides`: a record to store as it is. */
@@ -31,6 +32,11 @@ export function publicClient(overrides: Partial<ClientRecord> & Pick<ClientRecor
 /** A public device client, as the SQLite-specific store tests register it. */
 export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): ClientRecord {
   return publicClient({ id, name: 'TV App', redirectUris: ['https://tv.example/callback'], grantTypes: [GRANT_DEVICE_CODE], createdAt });
+}
+
+/** A person's live approval of a client through the code grant, given (and signed in) at `at`: openid unless `scope` says otherwise. */
+export function approvedGrant(grant: Pick<NewGrant, 'id' | 'userId' | 'clientId'> & Partial<Pick<NewGrant, 'scope'>>, at: number): NewGrant {
+  return { scope: ['openid'], kind: GRANT_AUTHORIZATION_CODE, authTime: at, createdAt: at, revokedAt: null, device: null, ...grant };
 }
 
 /** An unused authorization code `hash` of `grant` (openid, PKCE), made at 1 January 2026 and live for ten minutes. */

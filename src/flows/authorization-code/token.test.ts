@@ -9,12 +9,12 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import { hashSecret, randomToken, s256 } from '../../core/crypto.ts';
-import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { refreshTokenGrant } from '../refresh/token.ts';
 import type { DpopProof } from '../dpop/proof.ts';
 import { authorizationCodeGrant } from './token.ts';
+import { approvedGrant } from '../../../test/store/fixtures.ts';
 
 const CALLBACK = 'https://notes.example/cb';
 const SCOPE = ['openid', 'profile', 'offline_access'];
@@ -52,17 +52,7 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
     const user = options.user ?? ada;
     const now = world.clock.now();
     const grantId = randomUUID();
-    await world.store.grants.create({
-      id: grantId,
-      userId: user.id,
-      clientId: client.id,
-      scope: SCOPE,
-      kind: GRANT_AUTHORIZATION_CODE,
-      authTime: now,
-      createdAt: now,
-      revokedAt: null,
-      device: null,
-    });
+    await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope: SCOPE }, now));
     const code = randomToken(32);
     const verifier = randomToken(32);
     await world.store.codes.create({

@@ -8,10 +8,10 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
-import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { refreshTokenGrant } from './token.ts';
+import { approvedGrant } from '../../../test/store/fixtures.ts';
 
 const DAY = 86_400_000;
 
@@ -43,17 +43,7 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
   async function granted(scope = ['openid', 'profile', 'offline_access'], user = ada): Promise<{ token: string; grantId: string }> {
     const now = world.clock.now();
     const grantId = randomUUID();
-    await world.store.grants.create({
-      id: grantId,
-      userId: user.id,
-      clientId: app.id,
-      scope,
-      kind: GRANT_AUTHORIZATION_CODE,
-      authTime: now,
-      createdAt: now,
-      revokedAt: null,
-      device: null,
-    });
+    await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: app.id, scope }, now));
     const token = randomToken(32);
     await world.store.refreshTokens.create({
       hash: hashSecret(token),

@@ -117,14 +117,12 @@ function purgeRetention(config: Config): PurgeRetention {
 /**
  * How a server of `startThreads` serves: on the port every thread listens on. A worker
  * thread sends its writes to the main thread's one writer over `writes`; the main thread
- * (`writes` null) serves from the writer's own store, `store`, which it does not close.
+ * serves from the writer's own store, `store`, which it does not close.
  */
-export interface ThreadRole {
-  readonly writes: MessagePort | null;
-  readonly store?: Store;
+export type ThreadRole = {
   /** Hands the server's metrics over, for the main thread to ask for and sum. */
   readonly metrics: (registry: Registry) => void;
-}
+} & ({ readonly writes: MessagePort } | { readonly store: Store });
 
 /** A worker thread's store: reads on a connection of its own, writes through the main thread's writer. */
 async function openThreadStore(config: Config, writes: MessagePort): Promise<Store> {
@@ -406,8 +404,9 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
   const config = picked?.config ?? settings;
   // A server that cannot start (the store, the keys) lets go of the port it picked.
   const release = () => new Promise<void>((resolve) => (picked ? picked.server.close(() => resolve()) : resolve()));
-  const writes = thread?.writes ?? null;
-  const opening = thread ? (writes ? () => openThreadStore(config, writes) : async () => thread.store!) : undefined;
+  const writes = thread && 'writes' in thread ? thread.writes : null;
+  const shared = thread && 'store' in thread ? thread.store : null;
+  const opening = writes ? () => openThreadStore(config, writes) : shared ? async () => shared : undefined;
   const store = await openConfiguredStore(config, storeReport, opening).catch(async (error: unknown) => {
     await release();
     throw error;
@@ -495,7 +494,7 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
         });
       }
       // The writer's store, shared with worker threads, is closed by whoever opened it.
-      if (!thread?.store) await store.close();
+      if (!shared) await store.close();
     })());
   const running: RunningServer = {
     app,
@@ -704,7 +703,7 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
   let mainRegistry: Registry | null = null;
   let own: RunningServer;
   try {
-    own = await startServer(config, undefined, { writes: null, store: writer.store, metrics: (registry) => (mainRegistry = registry) });
+    own = await startServer(config, undefined, { store: writer.store, metrics: (registry) => (mainRegistry = registry) });
   } catch (error) {
     await letGo();
     await release();

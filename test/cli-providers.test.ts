@@ -64,6 +64,10 @@ describe('tessera provider', () => {
         /--user-filter \(uid=\*\): put \{username\}/,
       ],
       [
+        ['provider', 'add', 'ldap', '--name', 'X', '--url', 'ldap://ldap', '--user-search-base', 'dc=x', '--user-filter', '(uid={username}'],
+        /--user-filter \(uid=\{username\}: not an LDAP search filter \(RFC 4515\)/,
+      ],
+      [
         ['provider', 'add', 'ldap', '--name', 'X', '--url', 'ldap://ldap', '--user-search-base', 'dc=x', '--bind-dn', 'cn=admin'],
         /--bind-password-stdin is required with --bind-dn/,
       ],

@@ -149,13 +149,7 @@ const REWRITES: readonly Rewrite[] = [
     file: 'src/flows/upstream/ldap.ts',
     from: "createRequire(import.meta.url)('ldapts')",
     to: () => "require('ldapts')",
-    why: 'the LDAP client, required from the bundle itself when a directory is first asked',
-  },
-  {
-    file: 'src/flows/manage/providers.ts',
-    from: "createRequire(import.meta.url)('ldapts')",
-    to: () => "require('ldapts')",
-    why: "the LDAP filter parser, required from the bundle itself when a directory's filter is first checked",
+    why: 'the LDAP client, required from the bundle itself when a directory is first asked or a filter checked',
   },
   {
     file: 'src/cli/main.ts',

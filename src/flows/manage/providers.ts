@@ -5,12 +5,11 @@
  * stored (tokens/secret-box.ts), never returned, and never in an event.
  */
 import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
-import { createRequire } from 'node:module';
-import type * as Ldapts from 'ldapts';
 import { isLoopback } from '../../core/redirect-uri.ts';
 import { DuplicateError } from '../../store/types.ts';
 import { PROVIDER_KINDS, type IdentityProviderRecord, type ProviderKind } from '../../store/identity-providers.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
+import { ldapts } from '../upstream/ldap.ts';
 import { MAPPED_CLAIMS, providerSettings, upstreamRedirectUri, type MappedClaim } from '../upstream/settings.ts';
 import { checkMayTrustProvider } from './authority.ts';
 import type { ManageDeps } from './deps.ts';
@@ -163,9 +162,6 @@ function checkMapping(values: Readonly<Record<string, string>> | undefined): Par
   return mapping;
 }
 
-/** ldapts's filter parser, loaded with the first filter checked: few servers have a directory (about 0.5 MiB). */
-const filterParser = () => (createRequire(import.meta.url)('ldapts') as typeof Ldapts).FilterParser;
-
 /** An RFC 4515 filter with `{username}` (or `{dn}`) in it, which must still parse with a value put in. */
 function checkFilter(value: string | undefined, name: string, placeholders: readonly string[]): string | undefined {
   const filter = checkText(value, name, null);
@@ -173,7 +169,7 @@ function checkFilter(value: string | undefined, name: string, placeholders: read
   if (!placeholders.some((placeholder) => filter.includes(placeholder)))
     throw invalid`${field(name)} ${filter}: put ${placeholders.join(' or ')} where the person's value goes`;
   try {
-    filterParser().parseString(placeholders.reduce((text, placeholder) => text.replaceAll(placeholder, 'x'), filter));
+    ldapts().FilterParser.parseString(placeholders.reduce((text, placeholder) => text.replaceAll(placeholder, 'x'), filter));
   } catch {
     throw invalid`${field(name)} ${filter}: not an LDAP search filter (RFC 4515), such as (uid={username})`;
   }

@@ -28,9 +28,9 @@ const DEFAULT_ATTRIBUTES: Readonly<Record<Exclude<MappedClaim, 'groups'>, string
   zoneinfo: null,
 };
 
-/** ldapts, loaded with the first directory asked: most servers have none (about 0.5 MiB). */
+/** ldapts, loaded with the first directory asked or filter checked (manage/providers.ts): most servers have none (about 0.5 MiB). */
 let ldaptsModule: typeof Ldapts | undefined;
-const ldapts = (): typeof Ldapts => (ldaptsModule ??= createRequire(import.meta.url)('ldapts') as typeof Ldapts);
+export const ldapts = (): typeof Ldapts => (ldaptsModule ??= createRequire(import.meta.url)('ldapts') as typeof Ldapts);
 
 /** A filter with the person's values put in, each escaped (RFC 4515 §3). */
 export function ldapFilter(template: string, values: Readonly<Record<string, string>>): string {

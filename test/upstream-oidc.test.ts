@@ -298,13 +298,17 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     // Each sign-in upstream takes a code of its own time step (a code is used once), taken as
     // the code is typed: one taken before the upstream sign-in (seconds on a loaded machine)
     // could fall out of the window by the time it was entered ('That code is not right', once).
-    const signIn = async (stepsBack: number) => {
+    // The first takes the current step's code and the second the next step's (the window
+    // takes one step either side, RFC 6238 §5.2), so that each stays in the window for at
+    // least a whole step after it is typed, and the second is never the first's step again;
+    // the step before the current one had left as little as no time at all (a failure in CI).
+    const signIn = async (stepsAhead: number) => {
       const page = await (await browser.newContext()).newPage();
       await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
       await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
       await signInUpstream(page, 'joan', 'joan password 1');
       await reach(page, page.getByRole('heading', { name: 'Enter your code' }), 'the page "Enter your code"');
-      await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, Date.now() - stepsBack * 30_000));
+      await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, Date.now() + stepsAhead * 30_000));
       await page.getByRole('button', { name: 'Continue' }).click();
       await reach(page, (url) => url.href === `${downstream.url}/account`, 'the account page');
       await page.context().close();
@@ -312,7 +316,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal((await runTessera(['provider', 'update', 'upstream', '--trust-upstream-mfa'], env)).code, 0);
     try {
       // The first sign-in makes her account, linked; an operator then gives it a console role.
-      await signIn(1);
+      await signIn(0);
       const joan = (await downstream.store.users.findByUsername('joan'))!;
       assert.deepEqual(
         (await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr),
@@ -320,7 +324,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
         'without a role, the trusted mfa counts',
       );
       assert.equal((await runTessera(['user', 'update', 'joan', '--role', 'support'], env)).code, 0);
-      await signIn(0);
+      await signIn(1);
       const amrs = (await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr);
       assert.equal(amrs.length, 2);
       assert.ok(

@@ -13,7 +13,7 @@ import { catchRedirect, chromiumUnavailable, launchChromium, withVirtualAuthenti
 import { pollWhileTestRuns, QUICK_POLLS } from './helpers/device.ts';
 import { appConfig, pkceRequest } from './helpers/fixtures.ts';
 import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { within } from './helpers/wait.ts';
+import { WAIT_MS, within } from './helpers/wait.ts';
 
 describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;
@@ -106,10 +106,19 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     const device = await oidc.initiateDeviceAuthorization(config, { scope: 'openid profile' });
     const polling = pollWhileTestRuns(t, config, device);
 
+    // The sign-in page starts its conditional request only once its options have arrived. One
+    // started after presence is simulated again is answered at once, signing in through the
+    // autofill while the button is clicked (the button gone from under the click, once in
+    // .ci/run): each page's requests are counted, and presence comes back once it waits.
+    await page.addInitScript(
+      'const get = navigator.credentials.get.bind(navigator.credentials); navigator.credentials.get = (options) => { window.credentialRequests = (window.credentialRequests ?? 0) + 1; return get(options); };',
+    );
     await page.goto(device.verification_uri_complete!);
     await page.getByRole('button', { name: 'Continue' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     assert.equal(await page.getByLabel('Username').inputValue(), '', 'no username typed');
+    // A function, not a string: the page's CSP refuses eval, which a string predicate polls with.
+    await page.waitForFunction(() => ((globalThis as { credentialRequests?: number }).credentialRequests ?? 0) >= 1, undefined, { timeout: WAIT_MS });
     await cdp.send('WebAuthn.setAutomaticPresenceSimulation', { authenticatorId, enabled: true });
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
 

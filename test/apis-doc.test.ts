@@ -12,9 +12,18 @@ import { runTessera } from './helpers/cli.ts';
 import { discover, signIn } from './helpers/lifecycle.ts';
 import { startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import type * as oidc from 'openid-client';
-import * as oauth from 'oauth4webapi';
-import { approveAt, ath, codeRequest, discover as discoverAs, dpopKey, handKeys, handProof, insecure } from './helpers/dpop.ts';
-import { REDIRECT_URI } from './helpers/server.ts';
+import {
+  approveAt,
+  ath,
+  authorizationUrl,
+  codeRequest,
+  discover as discoverAs,
+  dpopKey,
+  handKeys,
+  handProof,
+  redeemCode,
+  redeemedTokens,
+} from './helpers/dpop.ts';
 
 const DOC = new URL('../docs/apis.md', import.meta.url);
 const PHOTOS = 'https://api.example.com';
@@ -95,24 +104,9 @@ describe('docs/apis.md: the DPoP example', () => {
     const key = await dpopKey(client);
     keys = key.keys;
     const request = await codeRequest('openid photos:read');
-    const authorize = new URL(as.authorization_endpoint!);
-    for (const [name, value] of Object.entries({ ...request.params, client_id: client.clientId, resource: PHOTOS })) authorize.searchParams.set(name, value);
-    const callback = await approveAt(as, client, authorize, user, request.state);
-    const response = await oauth.authorizationCodeGrantRequest(
-      as,
-      { client_id: client.clientId },
-      oauth.ClientSecretBasic(client.clientSecret),
-      callback,
-      REDIRECT_URI,
-      request.verifier,
-      {
-        DPoP: key.handle,
-        additionalParameters: { resource: PHOTOS },
-        ...insecure,
-      },
-    );
-    bound = (await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true }))
-      .access_token;
+    const callback = await approveAt(as, client, authorizationUrl(as, client.clientId, { ...request.params, resource: PHOTOS }), user, request.state);
+    const response = await redeemCode(as, client, callback, request, { DPoP: key.handle, additionalParameters: { resource: PHOTOS } });
+    bound = (await redeemedTokens(as, client, response, request)).access_token;
     bearer = (await signIn(server, await discover(server, client), user, 'openid photos:read')).access_token;
     file = new URL(`./.apis-doc-dpop-${randomUUID()}.ts`, import.meta.url);
     writeFileSync(file, example(server.url, 1));

@@ -18,7 +18,7 @@ import { newUserRecord, type ClientRecord, type SessionRecord, type Store, type 
 import { TokenIssuer } from '../src/tokens/issue.ts';
 import { KeyManager } from '../src/tokens/keys.ts';
 import { storesUnderTest } from './helpers/device.ts';
-import { pendingDevice, publicClient } from './store/fixtures.ts';
+import { pendingDevice, clientRecord } from './store/fixtures.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -56,7 +56,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
 
     async function given(): Promise<{ client: ClientRecord; user: UserRecord; session: SessionRecord }> {
       users += 1;
-      const client = publicClient({
+      const client = clientRecord({
         id: `client-${users}`,
         name: 'TV App',
         redirectUris: ['https://app.example/callback'],

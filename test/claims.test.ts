@@ -12,6 +12,7 @@ import { text } from './helpers/device.ts';
 import { discover, withRefresh } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { authorizationAttempt, startWithApp, redeemAttempt } from './helpers/fixtures.ts';
+import { ADA_CLAIMS } from './store/fixtures.ts';
 
 describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims parameter (§5.5)', () => {
   let server: TestServer, narrow: TestClient, every: TestClient, user: TestUser, config: oidc.Configuration;
@@ -23,23 +24,7 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
         username: 'ada',
         name: 'Ada Lovelace',
         email: 'ada@example.com',
-        profile: {
-          givenName: 'Ada',
-          familyName: 'Lovelace',
-          emailVerified: true,
-          locale: 'en-GB',
-          zoneinfo: 'Europe/London',
-          picture: 'https://example.com/ada.png',
-          middleName: 'Augusta',
-          nickname: 'Ada',
-          profile: 'https://example.com/ada',
-          website: 'https://ada.example',
-          gender: 'female',
-          birthdate: '1815-12-10',
-          phoneNumber: '+44 20 7946 0958',
-          phoneNumberVerified: true,
-          address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
-        },
+        profile: ADA_CLAIMS,
       },
     }));
     narrow = await server.addClient({ name: 'Badge Reader', scopes: ['openid'] });

@@ -3,8 +3,21 @@ import { after, before, describe, it } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import * as oauth from 'oauth4webapi';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
-import { approveAt, ath, clientAuth, codeRequest, discover, dpopKey, handKeys, handProof, insecure, type KeyPair } from './helpers/dpop.ts';
-import { basic, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import {
+  approveAt,
+  ath,
+  authorizationUrl,
+  codeRequest,
+  discover,
+  dpopKey,
+  handKeys,
+  handProof,
+  insecure,
+  redeemCode,
+  redeemedTokens,
+  type KeyPair,
+} from './helpers/dpop.ts';
+import { basic, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 import { clockAtStart } from './helpers/clock.ts';
 
@@ -127,38 +140,12 @@ describe('DPoP proofs that must be refused (RFC 9449 §4.3)', () => {
       const key = await dpopKey(client);
       keys = key.keys;
       const request = await codeRequest('openid');
-      const url = new URL(as.authorization_endpoint!);
-      for (const [name, value] of Object.entries({ ...request.params, client_id: client.clientId })) url.searchParams.set(name, value);
-      const callback = await approveAt(as, client, url, user, request.state);
-      const response = await oauth.authorizationCodeGrantRequest(
-        as,
-        { client_id: client.clientId },
-        clientAuth(client),
-        callback,
-        REDIRECT_URI,
-        request.verifier,
-        { DPoP: key.handle, ...insecure },
-      );
-      token = (
-        await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true })
-      ).access_token;
+      const callback = await approveAt(as, client, authorizationUrl(as, client.clientId, request.params), user, request.state);
+      token = (await redeemedTokens(as, client, await redeemCode(as, client, callback, request, { DPoP: key.handle }), request)).access_token;
 
       const plain = await codeRequest('openid');
-      const plainUrl = new URL(as.authorization_endpoint!);
-      for (const [name, value] of Object.entries({ ...plain.params, client_id: client.clientId })) plainUrl.searchParams.set(name, value);
-      const plainCallback = await approveAt(as, client, plainUrl, user, plain.state);
-      const plainResponse = await oauth.authorizationCodeGrantRequest(
-        as,
-        { client_id: client.clientId },
-        clientAuth(client),
-        plainCallback,
-        REDIRECT_URI,
-        plain.verifier,
-        insecure,
-      );
-      bearerToken = (
-        await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, plainResponse, { expectedNonce: plain.nonce, requireIdToken: true })
-      ).access_token;
+      const plainCallback = await approveAt(as, client, authorizationUrl(as, client.clientId, plain.params), user, plain.state);
+      bearerToken = (await redeemedTokens(as, client, await redeemCode(as, client, plainCallback, plain), plain)).access_token;
     });
 
     async function userinfo(scheme: string, accessToken: string, proof: string | null) {
@@ -228,23 +215,14 @@ describe('DPoP server nonces (RFC 9449 §8, §9), with TESSERA_DPOP_NONCES', () 
   it('answers a proof without the nonce with use_dpop_nonce and DPoP-Nonce; oauth4webapi retries with it, and userinfo takes it', async () => {
     const key = await dpopKey(client);
     const request = await codeRequest('openid');
-    const url = new URL(as.authorization_endpoint!);
-    for (const [name, value] of Object.entries({ ...request.params, client_id: client.clientId })) url.searchParams.set(name, value);
-    const callback = await approveAt(as, client, url, user, request.state);
-    const exchange = () =>
-      oauth.authorizationCodeGrantRequest(as, { client_id: client.clientId }, clientAuth(client), callback, REDIRECT_URI, request.verifier, {
-        DPoP: key.handle,
-        ...insecure,
-      });
+    const callback = await approveAt(as, client, authorizationUrl(as, client.clientId, request.params), user, request.state);
+    const exchange = () => redeemCode(as, client, callback, request, { DPoP: key.handle });
     const first = await exchange();
     assert.equal(first.status, 400);
     assert.ok(first.headers.get('dpop-nonce'));
     await assert.rejects(oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, first), (error: unknown) => oauth.isDPoPNonceError(error));
     // The refused request left the code unused: the retry with the nonce redeems it.
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, await exchange(), {
-      expectedNonce: request.nonce,
-      requireIdToken: true,
-    });
+    const tokens = await redeemedTokens(as, client, await exchange(), request);
     assert.equal(tokens.token_type, 'dpop');
     const info = await oauth.userInfoRequest(as, { client_id: client.clientId }, tokens.access_token, { DPoP: key.handle, ...insecure });
     assert.equal(info.status, 200);

@@ -6,7 +6,20 @@ import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../src/core/protocol.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
-import { approveAt, clientAuth, codeRequest, discover, dpopKey, handProof, insecure, type DpopKey } from './helpers/dpop.ts';
+import {
+  approveAt,
+  authorizationUrl,
+  clientAuth,
+  codeRequest,
+  discover,
+  dpopKey,
+  handProof,
+  insecure,
+  pushRequest,
+  redeemCode,
+  redeemedTokens,
+  type DpopKey,
+} from './helpers/dpop.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 import { clockAtStart } from './helpers/clock.ts';
@@ -30,28 +43,10 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
   /** The code flow through PAR, with the DPoP key at PAR and at the token endpoint. */
   async function codeFlowWithPar(client: TestClient, key: DpopKey, scope = OFFLINE) {
     const request = await codeRequest(scope);
-    const pushed = await oauth.processPushedAuthorizationResponse(
-      as,
-      { client_id: client.clientId },
-      await oauth.pushedAuthorizationRequest(as, { client_id: client.clientId }, clientAuth(client), request.params, { DPoP: key.handle, ...insecure }),
-    );
-    const url = new URL(as.authorization_endpoint!);
-    url.searchParams.set('client_id', client.clientId);
-    url.searchParams.set('request_uri', pushed.request_uri);
+    const pushed = await pushRequest(as, client, request.params, { DPoP: key.handle });
+    const url = authorizationUrl(as, client.clientId, { request_uri: pushed.request_uri });
     const callback = await approveAt(as, client, url, user, request.state);
-    const response = await oauth.authorizationCodeGrantRequest(
-      as,
-      { client_id: client.clientId },
-      clientAuth(client),
-      callback,
-      REDIRECT_URI,
-      request.verifier,
-      { DPoP: key.handle, ...insecure },
-    );
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, {
-      expectedNonce: request.nonce,
-      requireIdToken: true,
-    });
+    const tokens = await redeemedTokens(as, client, await redeemCode(as, client, callback, request, { DPoP: key.handle }), request);
     return { pushed, tokens, url };
   }
 
@@ -156,39 +151,21 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
   it('binds the code to dpop_jkt (RFC 9449 §10): another key or no proof is refused, and the code stays good for its key', async () => {
     const key = await dpopKey(spa);
     const request = await codeRequest('openid');
-    const url = new URL(as.authorization_endpoint!);
-    for (const [name, value] of Object.entries({ ...request.params, client_id: spa.clientId, dpop_jkt: key.jkt })) url.searchParams.set(name, value);
-    const callback = await approveAt(as, spa, url, user, request.state);
+    const callback = await approveAt(as, spa, authorizationUrl(as, spa.clientId, { ...request.params, dpop_jkt: key.jkt }), user, request.state);
 
     const other = await dpopKey(spa);
-    for (const options of [{ DPoP: other.handle, ...insecure }, insecure]) {
-      const response = await oauth.authorizationCodeGrantRequest(
-        as,
-        { client_id: spa.clientId },
-        oauth.None(),
-        callback,
-        REDIRECT_URI,
-        request.verifier,
-        options,
-      );
+    for (const options of [{ DPoP: other.handle }, {}]) {
+      const response = await redeemCode(as, spa, callback, request, options);
       assert.equal(response.status, 400);
       assert.equal(((await response.json()) as { error: string }).error, 'invalid_dpop_proof');
     }
-    const response = await oauth.authorizationCodeGrantRequest(as, { client_id: spa.clientId }, oauth.None(), callback, REDIRECT_URI, request.verifier, {
-      DPoP: key.handle,
-      ...insecure,
-    });
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: spa.clientId }, response, {
-      expectedNonce: request.nonce,
-      requireIdToken: true,
-    });
+    const tokens = await redeemedTokens(as, spa, await redeemCode(as, spa, callback, request, { DPoP: key.handle }), request);
     assert.deepEqual(decodeJwt(tokens.access_token)['cnf'], { jkt: key.jkt });
   });
 
   it('refuses a malformed dpop_jkt at the redirect URI', async () => {
     const request = await codeRequest('openid');
-    const url = new URL(as.authorization_endpoint!);
-    for (const [name, value] of Object.entries({ ...request.params, client_id: spa.clientId, dpop_jkt: 'not-a-thumbprint' })) url.searchParams.set(name, value);
+    const url = authorizationUrl(as, spa.clientId, { ...request.params, dpop_jkt: 'not-a-thumbprint' });
     const page = await new FormBrowser(server.url).request(url.href);
     assert.equal(page.status, 303);
     const location = new URL(page.location!);

@@ -5,7 +5,7 @@ import * as oauth from 'oauth4webapi';
 import { assertApprovalPage, assertSignInPage, FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { text } from './helpers/device.ts';
-import { approveAt, clientAuth, codeRequest, discover, dpopKey, handKeys, handProof, insecure } from './helpers/dpop.ts';
+import { approveAt, authorizationUrl, codeRequest, discover, dpopKey, handKeys, handProof, pushRequest, redeemCode, redeemedTokens } from './helpers/dpop.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 import { clockAtStart } from './helpers/clock.ts';
@@ -27,18 +27,10 @@ describe('pushed authorization requests (RFC 9126)', () => {
   });
   after(() => server.close());
 
-  async function push(who: TestClient, params: Record<string, string>) {
-    return oauth.processPushedAuthorizationResponse(
-      as,
-      { client_id: who.clientId },
-      await oauth.pushedAuthorizationRequest(as, { client_id: who.clientId }, clientAuth(who), params, insecure),
-    );
-  }
+  const push = (who: TestClient, params: Record<string, string> | URLSearchParams) => pushRequest(as, who, params);
 
   function authorizeUrl(clientId: string, requestUri: string, extra: Record<string, string> = {}): URL {
-    const url = new URL(as.authorization_endpoint!);
-    for (const [name, value] of Object.entries({ ...extra, client_id: clientId, request_uri: requestUri })) url.searchParams.set(name, value);
-    return url;
+    return authorizationUrl(as, clientId, { ...extra, request_uri: requestUri });
   }
 
   /** The error the browser is sent to the client's redirect URI with. */
@@ -53,12 +45,7 @@ describe('pushed authorization requests (RFC 9126)', () => {
     const request = await codeRequest('openid');
     const pushed = await push(spa, request.params);
     const callback = await approveAt(as, spa, authorizeUrl(spa.clientId, pushed.request_uri), user, request.state);
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      as,
-      { client_id: spa.clientId },
-      await oauth.authorizationCodeGrantRequest(as, { client_id: spa.clientId }, oauth.None(), callback, REDIRECT_URI, request.verifier, insecure),
-      { expectedNonce: request.nonce, requireIdToken: true },
-    );
+    const tokens = await redeemedTokens(as, spa, await redeemCode(as, spa, callback, request), request);
     assert.equal(tokens.token_type, 'bearer');
   });
 
@@ -190,11 +177,7 @@ describe('pushed authorization requests (RFC 9126)', () => {
     const params = new URLSearchParams(request.params);
     params.append('resource', 'https://photos.example');
     params.append('resource', 'https://calendar.example');
-    const pushed = await oauth.processPushedAuthorizationResponse(
-      as,
-      { client_id: both.clientId },
-      await oauth.pushedAuthorizationRequest(as, { client_id: both.clientId }, clientAuth(both), params, insecure),
-    );
+    const pushed = await push(both, params);
     const browser = new FormBrowser(server.url);
     const page = await browser.signIn(await browser.follow(await browser.request(authorizeUrl(both.clientId, pushed.request_uri).href)), user);
     assertApprovalPage(page, '/oauth/authorize/decision');
@@ -205,14 +188,11 @@ describe('pushed authorization requests (RFC 9126)', () => {
       new URL((await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' })).location!),
       request.state,
     );
-    const tokens = await oauth.processAuthorizationCodeResponse(
+    const tokens = await redeemedTokens(
       as,
-      { client_id: both.clientId },
-      await oauth.authorizationCodeGrantRequest(as, { client_id: both.clientId }, clientAuth(both), callback, REDIRECT_URI, request.verifier, {
-        additionalParameters: { resource: 'https://calendar.example' },
-        ...insecure,
-      }),
-      { expectedNonce: request.nonce, requireIdToken: true },
+      both,
+      await redeemCode(as, both, callback, request, { additionalParameters: { resource: 'https://calendar.example' } }),
+      request,
     );
     assert.equal(decodeJwt(tokens.access_token).aud, 'https://calendar.example');
     assert.equal(tokens.scope, 'openid calendar:read');
@@ -293,30 +273,12 @@ describe('client add --require-dpop and --require-par', () => {
     assert.match(String(poll.body['error_description']), new RegExp(`at ${server.url}/oauth/token\\)$`), 'names the endpoint that wanted the proof');
 
     const request = await codeRequest('openid');
-    const url = new URL(as.authorization_endpoint!);
-    for (const [name, value] of Object.entries({ ...request.params, client_id: strict.clientId })) url.searchParams.set(name, value);
-    const callback = await approveAt(as, strict, url, user, request.state);
-    const plain = await oauth.authorizationCodeGrantRequest(
-      as,
-      { client_id: strict.clientId },
-      clientAuth(strict),
-      callback,
-      REDIRECT_URI,
-      request.verifier,
-      insecure,
-    );
+    const callback = await approveAt(as, strict, authorizationUrl(as, strict.clientId, request.params), user, request.state);
+    const plain = await redeemCode(as, strict, callback, request);
     assert.equal(plain.status, 400);
     assert.equal(((await plain.json()) as { error: string }).error, 'invalid_dpop_proof');
     const key = await dpopKey(strict);
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      as,
-      { client_id: strict.clientId },
-      await oauth.authorizationCodeGrantRequest(as, { client_id: strict.clientId }, clientAuth(strict), callback, REDIRECT_URI, request.verifier, {
-        DPoP: key.handle,
-        ...insecure,
-      }),
-      { expectedNonce: request.nonce, requireIdToken: true },
-    );
+    const tokens = await redeemedTokens(as, strict, await redeemCode(as, strict, callback, request, { DPoP: key.handle }), request);
     assert.equal(tokens.token_type, 'dpop');
 
     const env = { TESSERA_DATABASE: server.config.database };
@@ -335,23 +297,14 @@ describe('client add --require-dpop and --require-par', () => {
     const strict = await register('--require-par');
     assert.equal(strict.json['require_pushed_authorization_requests'], true);
     const request = await codeRequest('openid');
-    const url = new URL(as.authorization_endpoint!);
-    for (const [name, value] of Object.entries({ ...request.params, client_id: strict.clientId })) url.searchParams.set(name, value);
-    const page = await new FormBrowser(server.url).request(url.href);
+    const page = await new FormBrowser(server.url).request(authorizationUrl(as, strict.clientId, request.params).href);
     assert.equal(page.status, 303);
     const location = new URL(page.location!);
     assert.equal(location.searchParams.get('error'), 'invalid_request');
     assert.match(location.searchParams.get('error_description') ?? '', /push/);
 
-    const pushed = await oauth.processPushedAuthorizationResponse(
-      as,
-      { client_id: strict.clientId },
-      await oauth.pushedAuthorizationRequest(as, { client_id: strict.clientId }, clientAuth(strict), request.params, insecure),
-    );
-    const pushedUrl = new URL(as.authorization_endpoint!);
-    pushedUrl.searchParams.set('client_id', strict.clientId);
-    pushedUrl.searchParams.set('request_uri', pushed.request_uri);
-    assert.ok((await approveAt(as, strict, pushedUrl, user, request.state)).get('code'));
+    const pushed = await pushRequest(as, strict, request.params);
+    assert.ok((await approveAt(as, strict, authorizationUrl(as, strict.clientId, { request_uri: pushed.request_uri }), user, request.state)).get('code'));
   });
 
   it("TESSERA_REQUIRE_PAR refuses every client's unpushed request and says so in discovery", async () => {
@@ -361,20 +314,13 @@ describe('client add --require-dpop and --require-par', () => {
       assert.equal(strictAs.require_pushed_authorization_requests, true);
       const any = await strictServer.addClient();
       const request = await codeRequest('openid');
-      const url = new URL(strictAs.authorization_endpoint!);
-      for (const [name, value] of Object.entries({ ...request.params, client_id: any.clientId })) url.searchParams.set(name, value);
-      const page = await new FormBrowser(strictServer.url).request(url.href);
+      const page = await new FormBrowser(strictServer.url).request(authorizationUrl(strictAs, any.clientId, request.params).href);
       assert.equal(new URL(page.location!).searchParams.get('error'), 'invalid_request');
-      const pushed = await oauth.processPushedAuthorizationResponse(
-        strictAs,
-        { client_id: any.clientId },
-        await oauth.pushedAuthorizationRequest(strictAs, { client_id: any.clientId }, clientAuth(any), request.params, insecure),
-      );
-      const pushedUrl = new URL(strictAs.authorization_endpoint!);
-      pushedUrl.searchParams.set('client_id', any.clientId);
-      pushedUrl.searchParams.set('request_uri', pushed.request_uri);
+      const pushed = await pushRequest(strictAs, any, request.params);
       const strictUser = await strictServer.addUser();
-      assert.ok((await approveAt(strictAs, any, pushedUrl, strictUser, request.state)).get('code'));
+      assert.ok(
+        (await approveAt(strictAs, any, authorizationUrl(strictAs, any.clientId, { request_uri: pushed.request_uri }), strictUser, request.state)).get('code'),
+      );
     } finally {
       await strictServer.close();
     }

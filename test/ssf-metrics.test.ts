@@ -22,7 +22,7 @@ import { secretBox } from '../src/tokens/secret-box.ts';
 import { Receiver } from './helpers/receiver.ts';
 import { TEST_ENV } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
-import { ssfReceiverClient, ssfStream } from './store/fixtures.ts';
+import { auditEvent, ssfReceiverClient, ssfStream } from './store/fixtures.ts';
 
 describe('what the metrics count of the outbox: Shared Signals pushes and mail', () => {
   let dir: string;
@@ -124,18 +124,7 @@ describe('what the metrics count of the outbox: Shared Signals pushes and mail',
       )?.value;
     const queue = async (id: string) => {
       const at = Date.now();
-      const event = {
-        id: `event-${id}`,
-        type: 'recovery.requested',
-        at,
-        userId: null,
-        username: null,
-        clientId: null,
-        grantId: null,
-        ip: null,
-        userAgent: null,
-        detail: {},
-      } as const;
+      const event = auditEvent({ id: `event-${id}`, type: 'recovery.requested', at });
       await store.transaction(async (tx) => {
         await tx.events.add(event);
         await tx.mail.enqueue({ id, eventId: event.id, kind: 'recovery', message: { sealed: 'x' } }, at);

@@ -16,7 +16,7 @@ import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
 import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { basic, REDIRECT_URI } from './helpers/server.ts';
-import { approvedGrant, pendingCode, publicClient } from './store/fixtures.ts';
+import { approvedGrant, pendingCode, clientRecord } from './store/fixtures.ts';
 import { WAIT_MS } from './helpers/wait.ts';
 
 /**
@@ -38,7 +38,7 @@ async function confidentialClient(store: Store, name: string, grantTypes: GrantT
   const clientId = `client-${randomUUID()}`;
   const clientSecret = randomToken(32);
   await store.clients.create(
-    publicClient({
+    clientRecord({
       id: clientId,
       name,
       secretHash: hashSecret(clientSecret),

@@ -60,6 +60,55 @@ export async function codeRequest(scope = 'openid profile'): Promise<{ params: R
   };
 }
 
+/** Pushes `params` to the PAR endpoint (RFC 9126) as `client`, with `options` (a DPoP handle); the answer as oauth4webapi checks it. */
+export async function pushRequest(
+  as: oauth.AuthorizationServer,
+  client: TestClient,
+  params: Readonly<Record<string, string>> | URLSearchParams,
+  options: Omit<oauth.PushedAuthorizationRequestOptions, typeof oauth.allowInsecureRequests> = {},
+): Promise<oauth.PushedAuthorizationResponse> {
+  return oauth.processPushedAuthorizationResponse(
+    as,
+    { client_id: client.clientId },
+    await oauth.pushedAuthorizationRequest(as, { client_id: client.clientId }, clientAuth(client), params, { ...options, ...insecure }),
+  );
+}
+
+/** The authorization endpoint's address with `params`, the client's `client_id` among them. */
+export function authorizationUrl(as: oauth.AuthorizationServer, clientId: string, params: Readonly<Record<string, string>>): URL {
+  const url = new URL(as.authorization_endpoint!);
+  for (const [name, value] of Object.entries({ ...params, client_id: clientId })) url.searchParams.set(name, value);
+  return url;
+}
+
+/**
+ * The token endpoint's answer to the code in `callback`, as oauth4webapi asks for it: the
+ * client authenticated as it registered (./dpop.ts `clientAuth`), `request`'s PKCE verifier,
+ * and `options` (a DPoP handle, more parameters).
+ */
+export function redeemCode(
+  as: oauth.AuthorizationServer,
+  client: TestClient,
+  callback: URLSearchParams,
+  request: { readonly verifier: string },
+  options: Omit<oauth.TokenEndpointRequestOptions, typeof oauth.allowInsecureRequests> = {},
+): Promise<Response> {
+  return oauth.authorizationCodeGrantRequest(as, { client_id: client.clientId }, clientAuth(client), callback, REDIRECT_URI, request.verifier, {
+    ...options,
+    ...insecure,
+  });
+}
+
+/** The tokens of a redemption's answer, as oauth4webapi checks them: an ID token is required, with `request`'s nonce. */
+export function redeemedTokens(
+  as: oauth.AuthorizationServer,
+  client: TestClient,
+  response: Response,
+  request: { readonly nonce: string },
+): Promise<oauth.TokenEndpointResponse> {
+  return oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true });
+}
+
 /** Signs in and approves at `url`; returns the callback parameters, checked by oauth4webapi. */
 export async function approveAt(
   as: oauth.AuthorizationServer,

@@ -22,6 +22,7 @@ import { organizationsContract } from './organizations-contract.ts';
 import { scimSearchContract } from './scim-search-contract.ts';
 import { trustedIssuersContract } from './trusted-issuers-contract.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
+import { ADA_CLAIMS, auditEvent, clientRecord } from './fixtures.ts';
 import {
   DuplicateError,
   MissingReferenceError,
@@ -83,29 +84,19 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     };
 
     async function givenClient(overrides: Partial<ClientRecord> = {}): Promise<ClientRecord> {
-      const client: ClientRecord = {
+      const client = clientRecord({
         id: unique('client'),
         name: 'Example App',
         secretHash: 'secret-hash',
+        authMethod: 'client_secret_basic',
         redirectUris: ['https://app.example/callback', 'http://127.0.0.1/callback'],
         scopes: ['openid', 'profile', 'offline_access'],
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN],
         webOrigins: ['https://app.example'],
-        requireDpop: false,
-        requirePar: false,
         deviceNetworks: ['192.0.2.0/24', '2001:db8::/48'],
         createdAt: T0,
-        authMethod: 'client_secret_basic',
-        previousSecretHash: null,
-        previousSecretExpiresAt: null,
-        jwksUri: null,
-        jwks: null,
-        pkce: 'required',
-        firstParty: false,
-        postLogoutRedirectUris: [],
-        backchannelLogoutUri: null,
         ...overrides,
-      };
+      });
       await store.clients.create(client);
       // As it reads back: at its first version, its own tokens never revoked.
       return { ...client, version: 1, tokensRevokedAt: null };
@@ -120,21 +111,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         name: 'Ada Lovelace',
         localizedNames: { 'ja-Kana-JP': { name: 'エイダ ラブレス', family_name: 'ラブレス' } },
         email: `${id}@example.com`,
-        emailVerified: true,
-        givenName: 'Ada',
-        familyName: 'Lovelace',
-        locale: 'en-GB',
-        zoneinfo: 'Europe/London',
-        picture: 'https://example.com/ada.png',
-        middleName: 'Augusta',
-        nickname: 'Ada',
-        profile: 'https://example.com/ada',
-        website: 'https://ada.example',
-        gender: 'female',
-        birthdate: '1815-12-10',
-        phoneNumber: '+44 20 7946 0958',
-        phoneNumberVerified: true,
-        address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
+        ...ADA_CLAIMS,
         disabled: false,
         role: null,
         createdAt: T0,
@@ -1939,19 +1916,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     });
 
     describe('events', () => {
-      const event = (overrides: Partial<AuditEvent>): AuditEvent => ({
-        id: unique('event'),
-        type: 'signin.succeeded',
-        at: T0,
-        userId: null,
-        username: null,
-        clientId: null,
-        grantId: null,
-        ip: null,
-        userAgent: null,
-        detail: {},
-        ...overrides,
-      });
+      const event = (overrides: Partial<AuditEvent>): AuditEvent => auditEvent({ id: unique('event'), type: 'signin.succeeded', at: T0, ...overrides });
 
       it('returns stored events with every field, newest first, filtered by user, username, client, type and time', async () => {
         const [userId, clientId] = [unique('user-id'), unique('client-id')];

@@ -1,10 +1,13 @@
 import type { AuditEvent, EventType } from '../../src/core/events.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import type { NewGrant } from '../../src/store/grants.ts';
-import type { AuthorizationCodeRecord, ClientRecord, DeviceAuthorizationRecord, SsfStreamRecord, Store } from '../../src/store/types.ts';
+import type { AuthorizationCodeRecord, ClientRecord, DeviceAuthorizationRecord, SsfStreamRecord, Store, UserRecord } from '../../src/store/types.ts';
 
-/** A public client with every field at its default, but `overrides`: a record to store as it is. */
-export function publicClient(overrides: Partial<ClientRecord> & Pick<ClientRecord, 'id'>): ClientRecord {
+/**
+ * A client with every field at its default, a public client's (no secret, no authentication,
+ * PKCE required), but `overrides`: a record to store as it is.
+ */
+export function clientRecord(overrides: Partial<ClientRecord> & Pick<ClientRecord, 'id'>): ClientRecord {
   return {
     name: 'App',
     secretHash: null,
@@ -29,9 +32,28 @@ export function publicClient(overrides: Partial<ClientRecord> & Pick<ClientRecor
   };
 }
 
+/** Every standard claim of Ada Lovelace's (OIDC Core §5.1) but her name and e-mail address, as a user record stores them. */
+export const ADA_CLAIMS = {
+  emailVerified: true,
+  givenName: 'Ada',
+  familyName: 'Lovelace',
+  locale: 'en-GB',
+  zoneinfo: 'Europe/London',
+  picture: 'https://example.com/ada.png',
+  middleName: 'Augusta',
+  nickname: 'Ada',
+  profile: 'https://example.com/ada',
+  website: 'https://ada.example',
+  gender: 'female',
+  birthdate: '1815-12-10',
+  phoneNumber: '+44 20 7946 0958',
+  phoneNumberVerified: true,
+  address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
+} as const satisfies Partial<UserRecord>;
+
 /** A public device client, as the SQLite-specific store tests register it. */
 export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): ClientRecord {
-  return publicClient({ id, name: 'TV App', redirectUris: ['https://tv.example/callback'], grantTypes: [GRANT_DEVICE_CODE], createdAt });
+  return clientRecord({ id, name: 'TV App', redirectUris: ['https://tv.example/callback'], grantTypes: [GRANT_DEVICE_CODE], createdAt });
 }
 
 /** A person's live approval of a client through the code grant, given (and signed in) at `at`: openid unless `scope` says otherwise. */
@@ -93,7 +115,7 @@ export function pendingDevice(
 
 /** A Shared Signals receiver's client: client_credentials with the scope ssf:manage, as a receiver registers one. */
 export function ssfReceiverClient(id: string): ClientRecord {
-  return publicClient({ id, name: 'Receiver', scopes: ['ssf:manage'], grantTypes: ['client_credentials'], createdAt: 0 });
+  return clientRecord({ id, name: 'Receiver', scopes: ['ssf:manage'], grantTypes: ['client_credentials'], createdAt: 0 });
 }
 
 /**
@@ -124,7 +146,12 @@ export function codeGrant(id: string, clientId: string, userId: string): Paramet
   return { id, userId, clientId, scope: ['openid'], kind: GRANT_AUTHORIZATION_CODE, authTime: createdAt, createdAt, revokedAt: null, device: null };
 }
 
+/** An audit event about no one, from no client or address, with no detail, but `overrides`. */
+export function auditEvent(overrides: Partial<AuditEvent> & Pick<AuditEvent, 'id' | 'type' | 'at'>): AuditEvent {
+  return { userId: null, username: null, clientId: null, grantId: null, ip: null, userAgent: null, detail: {}, ...overrides };
+}
+
 /** An audit event `type` about ada (`user-1`), from no client or address, with `detail`. */
 export function adaEvent(id: string, type: EventType, at: number, detail: AuditEvent['detail'] = {}): AuditEvent {
-  return { id, type, at, userId: 'user-1', username: 'ada', clientId: null, grantId: null, ip: null, userAgent: null, detail };
+  return auditEvent({ id, type, at, userId: 'user-1', username: 'ada', detail });
 }

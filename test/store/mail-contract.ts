@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AuditEvent } from '../../src/core/events.ts';
 import { newUserRecord, type Store } from '../../src/store/types.ts';
+import { auditEvent } from './fixtures.ts';
 
 const T0 = Date.UTC(2026, 3, 1);
 const SECOND = 1000;
@@ -18,18 +19,7 @@ export interface MailContractHelpers {
 }
 
 export function mailContract({ store: current, unique }: MailContractHelpers): void {
-  const event = (at = T0): AuditEvent => ({
-    id: unique('event'),
-    type: 'recovery.requested',
-    at,
-    userId: null,
-    username: null,
-    clientId: null,
-    grantId: null,
-    ip: null,
-    userAgent: null,
-    detail: { accounts: 1 },
-  });
+  const event = (at = T0): AuditEvent => auditEvent({ id: unique('event'), type: 'recovery.requested', at, detail: { accounts: 1 } });
   const sealed = { enc: 'A256GCM', kek: 'k', iv: 'i', ciphertext: 'c', tag: 't' };
   /** Queues one message for a new event, in one transaction, and returns its id. */
   const queued = async (at = T0): Promise<{ id: string; eventId: string }> => {

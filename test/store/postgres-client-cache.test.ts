@@ -10,10 +10,10 @@ import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { ClientCache, listenForClientChanges } from '../../src/store/postgres/client-cache.ts';
 import { openPostgresStore } from '../../src/store/postgres/store.ts';
 import type { ClientRecord, Store } from '../../src/store/types.ts';
-import { publicClient } from './fixtures.ts';
+import { clientRecord } from './fixtures.ts';
 import { describePostgres, dropSchema, newSchema, postgresUrl, withAdmin } from '../helpers/postgres.ts';
 
-const client: ClientRecord = publicClient({ id: 'tv-app', name: 'TV App', grantTypes: [GRANT_DEVICE_CODE] });
+const client: ClientRecord = clientRecord({ id: 'tv-app', name: 'TV App', grantTypes: [GRANT_DEVICE_CODE] });
 
 /** Polls `check` until it returns true, for at most `ms`. */
 async function eventually(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {

@@ -5,6 +5,7 @@
  * can be told to lie: another origin, another RP ID, a counter that went backwards. The
  * real browser path is test/passkeys-browser.test.ts, with Chromium's virtual authenticator.
  */
+import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 
 /** RFC 8949 CBOR, only what attestation objects and COSE keys need. */
@@ -57,6 +58,14 @@ export class SoftwarePasskey {
     const count = Buffer.alloc(4);
     count.writeUInt32BE(counter);
     return Buffer.concat([sha256(rpId), Buffer.from([flags]), count, ...(attested ? [attested] : [])]);
+  }
+
+  /**
+   * What the sign-up and invitation pages post for a passkey made with `options` at `origin`:
+   * the attestation, and the new account's id the options were asked for.
+   */
+  newAccountFields(options: Record<string, any>, origin: string): { response: string; passkey_user: string } {
+    return { response: JSON.stringify(this.register(options, origin)), passkey_user: options['user']['id'] };
   }
 
   /** navigator.credentials.create() with these options (from /account/passkeys/options). */
@@ -123,4 +132,19 @@ export class SoftwarePasskey {
       authenticatorAttachment: 'platform',
     };
   }
+}
+
+/**
+ * Asserts that a new account's passkey made with `options` for another origin is refused by
+ * `post`, and the right answer to the same options after it too: the refused answer spent the
+ * challenge (the sign-up and invitation pages, `origin` theirs).
+ */
+export async function assertOtherOriginSpendsChallenge(
+  post: (answer: { response: string; passkey_user: string }) => Promise<{ status: number }>,
+  options: Record<string, any>,
+  origin: string,
+): Promise<void> {
+  const passkey = new SoftwarePasskey();
+  assert.equal((await post(passkey.newAccountFields(options, 'https://evil.example'))).status, 400, 'another origin');
+  assert.equal((await post(passkey.newAccountFields(options, origin))).status, 400, 'its challenge was used by the refused answer');
 }

@@ -5,6 +5,9 @@ import { encryptedKeyStore, loadKeyEncryption } from '../src/tokens/key-encrypti
 import { KeyManager } from '../src/tokens/keys.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
+/** The JWS algorithms a client may sign its assertions and request objects with: RSA, RSA-PSS, ECDSA and EdDSA, no HMAC. */
+const SIGNED_JWT_ALGS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+
 describe('discovery and JWKS', () => {
   let server: TestServer;
 
@@ -23,34 +26,12 @@ describe('discovery and JWKS', () => {
     assert.equal(metadata['jwks_uri'], `${server.url}/.well-known/jwks.json`);
     assert.deepEqual(metadata['code_challenge_methods_supported'], ['S256']);
     assert.deepEqual(metadata['token_endpoint_auth_methods_supported'], ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none']);
-    assert.deepEqual(metadata['token_endpoint_auth_signing_alg_values_supported'], [
-      'RS256',
-      'RS384',
-      'RS512',
-      'PS256',
-      'PS384',
-      'PS512',
-      'ES256',
-      'ES384',
-      'ES512',
-      'EdDSA',
-    ]);
+    assert.deepEqual(metadata['token_endpoint_auth_signing_alg_values_supported'], SIGNED_JWT_ALGS);
     assert.deepEqual(metadata['response_types_supported'], ['code']);
     assert.deepEqual(metadata['response_modes_supported'], ['query', 'form_post']);
     assert.equal(metadata['request_parameter_supported'], true);
-    assert.deepEqual(metadata['request_object_signing_alg_values_supported'], [
-      'none',
-      'RS256',
-      'RS384',
-      'RS512',
-      'PS256',
-      'PS384',
-      'PS512',
-      'ES256',
-      'ES384',
-      'ES512',
-      'EdDSA',
-    ]);
+    // An unsigned request object is as good as the same parameters in the URL (OIDC Core §6.1).
+    assert.deepEqual(metadata['request_object_signing_alg_values_supported'], ['none', ...SIGNED_JWT_ALGS]);
     assert.equal(metadata['request_uri_parameter_supported'], false);
     assert.equal(metadata['authorization_response_iss_parameter_supported'], true);
     assert.ok((metadata['grant_types_supported'] as string[]).includes('authorization_code'));

@@ -112,6 +112,18 @@ describe('token exchange (RFC 8693)', () => {
   }
 
   /** The OAuth error a token exchange is refused with, and its status. */
+  /** The photo API's own access token for the print API, through the client credentials grant. */
+  async function photosOwnToken(): Promise<string> {
+    const response = await oauth.clientCredentialsGrantRequest(
+      as,
+      { client_id: photos.clientId },
+      oauth.ClientSecretBasic(photos.clientSecret),
+      { resource: PRINTS },
+      insecure,
+    );
+    return (await oauth.processClientCredentialsResponse(as, { client_id: photos.clientId }, response)).access_token;
+  }
+
   async function refusal(client: TestClient, parameters: Record<string, string>): Promise<{ error: string; status: number; description: string }> {
     try {
       await exchange(client, parameters);
@@ -225,19 +237,7 @@ describe('token exchange (RFC 8693)', () => {
       .sign(stranger.privateKey);
     const [head, body] = token.split('.');
     const tampered = `${head}.${body}.${'A'.repeat(86)}`;
-    const own = (
-      await oauth.processClientCredentialsResponse(
-        as,
-        { client_id: photos.clientId },
-        await oauth.clientCredentialsGrantRequest(
-          as,
-          { client_id: photos.clientId },
-          oauth.ClientSecretBasic(photos.clientSecret),
-          { resource: PRINTS },
-          insecure,
-        ),
-      )
-    ).access_token;
+    const own = await photosOwnToken();
     const cases: Record<string, Record<string, string>> = {
       'no subject_token': { subject_token_type: TOKEN_TYPE_ACCESS_TOKEN },
       'no subject_token_type': { subject_token: token },
@@ -258,22 +258,12 @@ describe('token exchange (RFC 8693)', () => {
 
   it("takes the client's own token as actor_token, and refuses another client's, one without its type or not a token", async () => {
     const token = await personToken();
-    const own = await oauth.processClientCredentialsResponse(
-      as,
-      { client_id: photos.clientId },
-      await oauth.clientCredentialsGrantRequest(
-        as,
-        { client_id: photos.clientId },
-        oauth.ClientSecretBasic(photos.clientSecret),
-        { resource: PRINTS },
-        insecure,
-      ),
-    );
-    const result = await exchange(photos, { ...subject(token), audience: PRINTS, actor_token: own.access_token, actor_token_type: TOKEN_TYPE_ACCESS_TOKEN });
+    const own = await photosOwnToken();
+    const result = await exchange(photos, { ...subject(token), audience: PRINTS, actor_token: own, actor_token_type: TOKEN_TYPE_ACCESS_TOKEN });
     assert.deepEqual(decodeJwt(result.access_token)['act'], { sub: photos.clientId });
     const cases: Record<string, Record<string, string>> = {
       "another client's token": { actor_token: token, actor_token_type: TOKEN_TYPE_ACCESS_TOKEN },
-      'no actor_token_type': { actor_token: own.access_token },
+      'no actor_token_type': { actor_token: own },
       'actor_token_type alone': { actor_token_type: TOKEN_TYPE_ACCESS_TOKEN },
       'not a token': { actor_token: 'nope', actor_token_type: TOKEN_TYPE_ACCESS_TOKEN },
     };

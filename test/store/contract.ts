@@ -22,7 +22,7 @@ import { organizationsContract } from './organizations-contract.ts';
 import { scimSearchContract } from './scim-search-contract.ts';
 import { trustedIssuersContract } from './trusted-issuers-contract.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
-import { ADA_CLAIMS, auditEvent, clientRecord } from './fixtures.ts';
+import { ADA_CLAIMS, auditEvent, clientRecord, pendingDevice } from './fixtures.ts';
 import {
   DuplicateError,
   MissingReferenceError,
@@ -182,25 +182,15 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     });
 
     function deviceRecord(clientId: string, overrides: Partial<DeviceAuthorizationRecord> = {}): DeviceAuthorizationRecord {
-      return {
+      return pendingDevice(clientId, {
         deviceCodeHash: unique('device-code-hash'),
         userCode: userCode(),
-        clientId,
         scope: ['openid', 'offline_access'],
-        status: 'pending',
-        interval: 5,
-        lastPolledAt: null,
         createdAt: T0,
         expiresAt: T0 + 10 * MINUTE,
-        requestIp: '203.0.113.7',
         requestUserAgent: 'ExampleTV/1.0',
-        userId: null,
-        authTime: null,
-        grantId: null,
-        decidedAt: null,
-        dpopJkt: null,
         ...overrides,
-      };
+      });
     }
 
     /** A stored pending device record, with its client. */

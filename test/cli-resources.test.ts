@@ -119,40 +119,17 @@ describe('the tessera command: API resources', () => {
   });
 
   it('lets a client be allowed API scopes, and refuses a scope no API defines', async () => {
-    const added = await tessera(
-      [
-        'client',
-        'add',
-        '--name',
-        'Printer',
-        '--redirect-uri',
-        'https://printer.example/cb',
-        '--grant',
-        'authorization_code',
-        '--scope',
-        'openid photos:read',
-        '--json',
-      ],
-      env,
-    );
+    // The code grant's client of a printing site, asking `scope`.
+    const addPrinter = (scope: string, ...more: string[]) =>
+      tessera(
+        ['client', 'add', '--name', 'Printer', '--redirect-uri', 'https://printer.example/cb', '--grant', 'authorization_code', '--scope', scope, ...more],
+        env,
+      );
+    const added = await addPrinter('openid photos:read', '--json');
     assert.equal(added.code, 0, added.stderr);
     assert.equal((JSON.parse(added.stdout) as { scope: string }).scope, 'openid photos:read');
     assert.deepEqual((JSON.parse(added.stdout) as { grant_types: string[] }).grant_types, [GRANT_AUTHORIZATION_CODE]);
-    const refused = await tessera(
-      [
-        'client',
-        'add',
-        '--name',
-        'Printer',
-        '--redirect-uri',
-        'https://printer.example/cb',
-        '--grant',
-        'authorization_code',
-        '--scope',
-        'openid photos:delete',
-      ],
-      env,
-    );
+    const refused = await addPrinter('openid photos:delete');
     assert.equal(refused.code, 2);
     assert.match(
       refused.stderr,

@@ -9,7 +9,7 @@
  * every console page at a desktop's and a phone's width (helpers/accessibility.ts).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { createClient, updateClient } from '../src/flows/manage/clients.ts';
@@ -185,9 +185,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it('refuses a stale edit of an app with the other change shown, rotates its secret once, and removes it after a confirmation page', async (t) => {
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+    const page = await signedInAdmin(t);
     const app = await server.addClient({ name: 'Photo Printer' });
     await page.goto(`${server.url}/console/apps/${app.clientId}`);
     await page.getByLabel('Name').fill('Photo Printer 2');
@@ -225,9 +223,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it('asks for the sign-in again for a change after 15 minutes, and comes back to it', async (t) => {
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+    const page = await signedInAdmin(t);
     const person = await server.addUser({ username: 'katherine' });
     offset += 16 * 60_000;
     t.after(() => {
@@ -437,9 +433,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it("edits a person's profile with the users' table's form, and refuses an edit made over someone else's change with the current values shown", async (t) => {
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+    const page = await signedInAdmin(t);
     const ada = await server.addUser({ username: 'augusta', name: 'Ada' });
     await page.goto(`${server.url}/console/users/augusta`);
     await page.getByRole('link', { name: 'Edit profile' }).click();
@@ -476,9 +470,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it("registers an API with its scopes, refuses an edit made over someone else's change with it shown, and removes the API after a confirmation page", async (t) => {
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+    const page = await signedInAdmin(t);
     await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'APIs and scopes' }).click();
     await page.getByRole('link', { name: 'Register an API' }).click();
     await page.getByLabel('Identifier').fill('https://photos.example.com');
@@ -557,9 +549,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it('marks a self-registered app not verified in the list and on its page, and verifies it', async (t) => {
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+    const page = await signedInAdmin(t);
     const { client } = await createClient(
       manageDeps(server),
       { client_name: 'Unknown Notes', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' },
@@ -694,9 +684,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
    * admin adds a first passkey after the password.
    */
   it('adds an OpenID provider that links accounts and is trusted for a second factor, edits it keeping its secret, refuses a stale edit, and removes it', async (t) => {
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+    const page = await signedInAdmin(t);
     await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Identity providers' }).click();
     await page.getByRole('heading', { name: 'Identity providers', level: 1 }).waitFor();
     await page.getByRole('link', { name: 'Add an OpenID provider' }).click();
@@ -833,9 +821,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       100,
     );
 
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+    const page = await signedInAdmin(t);
     await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Webhooks' }).click();
     await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
     const item = page.getByRole('listitem').filter({ hasText: `http://127.0.0.1:${port}/hooks` });
@@ -892,9 +878,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
   // Each page it opens (the list, the form, the token shown once, the confirmation) is checked by axe-core too.
   it('makes a SCIM token for a provisioning system, shown once, and withdraws it after a confirmation', async (t) => {
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+    const page = await signedInAdmin(t);
     await page.goto(`${server.url}/console/scim`);
     await page.getByText(`${server.config.issuer}/scim/v2`).waitFor();
     await page.getByRole('link', { name: 'Make a SCIM token' }).click();
@@ -915,6 +899,14 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const [made] = await server.store.events.list({ type: 'scim_token.created', limit: 1 });
     assert.equal(made?.detail['operator'], 'grace');
   });
+
+  /** A page with a virtual authenticator, signed in to the console as the admin; its context closes with the test. */
+  async function signedInAdmin(t: TestContext): Promise<Page> {
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
+    return page;
+  }
 
   async function signInAdmin(page: Page): Promise<void> {
     if (adminPasskey !== null) {

@@ -449,12 +449,7 @@ describe('a passkey, and a second factor asked for by RequestedAuthnContext or b
     const again = await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), grace);
     assert.equal(again.status, 200);
     assert.match(again.html, /second factor/i);
-    const options = JSON.parse(
-      (await browser.request('/login/passkey/options', { form: { csrf_token: browser.form(again, '/login/passkey').fields['csrf_token']! } })).html,
-    ) as Record<string, unknown>;
-    const signedIn = await browser.submit(again, '/login/passkey', {
-      response: JSON.stringify(passkey.authenticate(options, server.url, { userVerified: true })),
-    });
+    const signedIn = await browser.passkeySignIn(again, (asked) => passkey.authenticate(asked, server.url, { userVerified: true }));
     assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
     const fields = postedToAcs(await browser.follow(signedIn));
     assert.match(
@@ -496,10 +491,7 @@ describe('a passkey, and a second factor asked for by RequestedAuthnContext or b
     const noPassive = postedToAcs(await browser.follow(await browser.request(await passive.getAuthorizeUrlAsync('', undefined, {}))));
     assert.match(Buffer.from(noPassive['SAMLResponse']!, 'base64').toString(), /urn:oasis:names:tc:SAML:2\.0:status:NoPassive/);
 
-    const challenge = JSON.parse(
-      (await browser.request('/login/passkey/options', { form: { csrf_token: browser.form(again, '/login/passkey').fields['csrf_token']! } })).html,
-    ) as Record<string, unknown>;
-    const signedIn = await browser.submit(again, '/login/passkey', { response: JSON.stringify(passkey.authenticate(challenge, server.url)) });
+    const signedIn = await browser.passkeySignIn(again, (asked) => passkey.authenticate(asked, server.url));
     assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
     const { profile } = await saml.validatePostResponseAsync(postedToAcs(await browser.follow(signedIn)));
     assert.equal(profile?.['mail'], 'hedy@example.com');

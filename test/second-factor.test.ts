@@ -512,9 +512,7 @@ describe('one-time codes set up after a passkey sign-in', () => {
   async function signInWithPasskey(passkey: SoftwarePasskey, returnTo: string, userVerified: boolean): Promise<{ browser: FormBrowser; page: Page }> {
     const browser = new FormBrowser(server.url);
     const login = await browser.follow(await browser.request(`/login?return_to=${encodeURIComponent(returnTo)}`));
-    const csrf = browser.form(login, '/login/passkey').fields['csrf_token']!;
-    const request = JSON.parse((await browser.request('/login/passkey/options', { form: { csrf_token: csrf } })).html) as Record<string, unknown>;
-    const page = await browser.submit(login, '/login/passkey', { response: JSON.stringify(passkey.authenticate(request, server.url, { userVerified })) });
+    const page = await browser.passkeySignIn(login, (options) => passkey.authenticate(options, server.url, { userVerified }));
     assert.equal(page.status, 303, page.html.slice(0, 300));
     return { browser, page };
   }

@@ -61,9 +61,7 @@ describe('sign-up with a passkey', () => {
     // The passkey signs in.
     const signIn = new FormBrowser(server.url);
     const login = await signIn.follow(await signIn.request('/account'));
-    const csrf = signIn.form(login, '/login/passkey').fields['csrf_token']!;
-    const challenge = JSON.parse((await signIn.request('/login/passkey/options', { form: { csrf_token: csrf } })).html);
-    const signedIn = await signIn.submit(login, '/login/passkey', { response: JSON.stringify(passkey.authenticate(challenge, server.url)) });
+    const signedIn = await signIn.passkeySignIn(login, (options) => passkey.authenticate(options, server.url));
     assert.equal(signedIn.status, 303, signedIn.html.slice(0, 500));
     // No password to give as the current one: the account page says how to set one instead.
     const account = await signIn.follow(signedIn);

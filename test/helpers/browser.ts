@@ -124,6 +124,16 @@ export class FormBrowser {
     return decided;
   }
 
+  /**
+   * Signs in with a passkey at the sign-in page `login`, as its button does: asks for the options,
+   * posts `answer`'s assertion for them; returns the server's answer, not followed (303 when signed in).
+   */
+  async passkeySignIn(login: Page, answer: (options: Record<string, unknown>) => unknown): Promise<Page> {
+    const csrf = this.form(login, '/login/passkey').fields['csrf_token']!;
+    const options = JSON.parse((await this.request('/login/passkey/options', { form: { csrf_token: csrf } })).html) as Record<string, unknown>;
+    return this.submit(login, '/login/passkey', { response: JSON.stringify(answer(options)) });
+  }
+
   /** Asserts `page` is the sign-in page, signs in, and follows where the server sends the browser. */
   async signIn(page: Page, user: { username: string; password: string }): Promise<Page> {
     assertSignInPage(page);

@@ -47,6 +47,16 @@ async function runBench(args: readonly string[]): Promise<{ stdout: string; rows
   }
 }
 
+/** Asserts the row of `scenario` for `target` is there, with no errors, every answer the expected one (`what`), and some answered; returns it. */
+function cleanRow(rows: readonly BenchRow[], scenario: string, target: string, what: string): BenchRow {
+  const row = rows.find((entry) => entry.scenario === scenario && entry.target === target);
+  assert.ok(row, `a ${scenario} row for ${target}`);
+  assert.equal(row.errors, 0, `${scenario} / ${target}: errors`);
+  assert.equal(row.unexpected, 0, `${scenario} / ${target}: ${what}`);
+  assert.ok(row.rps > 0, `${scenario} / ${target}: requests answered`);
+  return row;
+}
+
 describe('npm run bench (smoke)', () => {
   it('runs code_exchange and client_credentials once: rows with no errors and no unexpected answers, the RS256 floor, and the docs table with its commit', async () => {
     const { stdout, rows } = await runBench([
@@ -70,11 +80,7 @@ describe('npm run bench (smoke)', () => {
       ['code_exchange', 'every exchange answered 200 with an ID token'],
       ['client_credentials', 'every request answered 200 with an access token'],
     ] as const) {
-      const row = rows.find((entry) => entry.scenario === scenario && entry.target === 'tessera/sqlite');
-      assert.ok(row, `a ${scenario} row for tessera/sqlite`);
-      assert.equal(row.errors, 0);
-      assert.equal(row.unexpected, 0, what);
-      assert.ok(row.rps > 0);
+      cleanRow(rows, scenario, 'tessera/sqlite', what);
     }
     assert.match(stdout, /rs256 floor\s+[\d,]+ signatures\/s a core x \d+ cores = [\d,]+\/s; code_exchange \(tessera\/sqlite\) at \d+% of it/);
     // What docs/benchmarks.md's table needs, each row with the commit it came from.
@@ -101,11 +107,7 @@ describe('npm run bench (smoke)', () => {
     const targets = ['tessera/sqlite x2 workers', ...(postgres ? ['tessera/postgres x2 instances'] : [])];
     for (const scenario of ['scale_out: code_exchange', 'scale_out: device_authorization']) {
       for (const target of targets) {
-        const row = rows.find((entry) => entry.scenario === scenario && entry.target === target);
-        assert.ok(row, `${scenario} / ${target}`);
-        assert.equal(row.errors, 0);
-        assert.equal(row.unexpected, 0, `${scenario} / ${target}: every answer the expected one`);
-        assert.ok(row.rps > 0);
+        const row = cleanRow(rows, scenario, target, 'every answer the expected one');
         // PostgreSQL's backends for the target's database were found and measured; SQLite has none.
         if (target.startsWith('tessera/postgres')) assert.equal(typeof row.databaseCpuPercent, 'number', `${scenario} / ${target}: database CPU`);
         else assert.equal(row.databaseCpuPercent, null, `${scenario} / ${target}: no database CPU`);
@@ -137,11 +139,7 @@ describe('npm run bench (smoke)', () => {
       'sign_in_flood: code_exchange during the flood',
       'sign_in_flood: code_exchange during the /account/password flood',
     ]) {
-      const row = rows.find((entry) => entry.scenario === scenario && entry.target === 'tessera/sqlite');
-      assert.ok(row, scenario);
-      assert.equal(row.errors, 0);
-      assert.equal(row.unexpected, 0, `${scenario}: every exchange answered 200`);
-      assert.ok(row.rps > 0);
+      cleanRow(rows, scenario, 'tessera/sqlite', 'every exchange answered 200');
     }
     // The account flood signed in and its wrong current passwords were answered (400 or 429), nothing else.
     assert.match(
@@ -170,11 +168,7 @@ describe('npm run bench (smoke)', () => {
       'events_flood: client_credentials during the changes, streams off',
       'events_flood: client_credentials during the changes, 5 push streams',
     ]) {
-      const row = rows.find((entry) => entry.scenario === scenario && entry.target === 'tessera/sqlite');
-      assert.ok(row, scenario);
-      assert.equal(row.errors, 0);
-      assert.equal(row.unexpected, 0, `${scenario}: every request answered 200 with an access token`);
-      assert.ok(row.rps > 0);
+      cleanRow(rows, scenario, 'tessera/sqlite', 'every request answered 200 with an access token');
     }
     // Every change was answered 200, and with the streams on, SETs were pushed.
     assert.match(stdout, /tessera\/sqlite, during the changes, streams off: 1 changes in flight, [\d.]+ changes\/s, 0\.0 SETs pushed\/s, 0 other/);
@@ -198,11 +192,7 @@ describe('npm run bench (smoke)', () => {
     ]);
     assert.match(stdout, /DPoP proof check on tessera\/sqlite: server CPU per poll [\d.]+x/);
     for (const scenario of ['dpop: poll without proof', 'dpop: poll with proof']) {
-      const row = rows.find((entry) => entry.scenario === scenario);
-      assert.ok(row, scenario);
-      assert.equal(row.errors, 0);
-      assert.equal(row.unexpected, 0, `${scenario}: every poll answered authorization_pending`);
-      assert.ok(row.rps > 0);
+      cleanRow(rows, scenario, 'tessera/sqlite', 'every poll answered authorization_pending');
     }
   });
 

@@ -30,6 +30,9 @@ import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
+/** A phone's screen, touch and all (an iPhone 14's viewport). */
+const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true };
+
 describe('the operator console in Chromium', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;
   let browser: Browser;
@@ -263,7 +266,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await server.store.users.setRole(support.id, 'support');
     const nobody = await server.addUser({ username: 'nobody' });
     // On a phone: the refusal and the sign-in that asks for more are checked at its width too.
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const context = await browser.newContext(PHONE);
     t.after(() => context.close());
     const page = await context.newPage();
     const response = await page.goto(`${server.url}/console/apps/new`);
@@ -360,14 +363,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       '/console/providers/staff-directory',
       '/console/providers/staff-directory/remove',
     );
-    const phone = await browser.newContext({
-      storageState: await context.storageState(),
-      viewport: { width: 390, height: 844 },
-      isMobile: true,
-      hasTouch: true,
-    });
-    t.after(() => phone.close());
-    const small = await phone.newPage();
+    const small = await phonePage(t, context);
     for (const [tab, width] of [
       [page, 'desktop'],
       [small, 'phone'],
@@ -603,7 +599,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       { registeredBy: 'dynamic' },
     );
     // On a phone: the support pages are checked at its width, and at a desktop's below.
-    const { context, page } = await withAuthenticator({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const { context, page } = await withAuthenticator(PHONE);
     t.after(() => context.close());
     await page.goto(`${server.url}/account`);
     await signInWithPassword(page, support);
@@ -783,14 +779,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('button', { name: 'Stop trusting this issuer' }).click();
     await page.getByText('The issuer is no longer trusted.').waitFor();
     assert.equal(await server.store.trustedIssuers.get('https://corp-idp.example.com'), null);
-    const phone = await browser.newContext({
-      storageState: await context.storageState(),
-      viewport: { width: 390, height: 844 },
-      isMobile: true,
-      hasTouch: true,
-    });
-    t.after(() => phone.close());
-    const small = await phone.newPage();
+    const small = await phonePage(t, context);
     const trusted = `/console/trusted-issuers/${encodeURIComponent('https://idp.example.com')}`;
     for (const path of ['/console/trusted-issuers', '/console/trusted-issuers/new', trusted, `${trusted}/remove`]) {
       assert.equal((await small.goto(`${server.url}${path}`))?.status(), 200, path);
@@ -899,6 +888,13 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const [made] = await server.store.events.list({ type: 'scim_token.created', limit: 1 });
     assert.equal(made?.detail['operator'], 'grace');
   });
+
+  /** A page at a phone's size, touch and all, signed in as `context` is; its context closes with the test. */
+  async function phonePage(t: TestContext, context: BrowserContext): Promise<Page> {
+    const phone = await browser.newContext({ ...PHONE, storageState: await context.storageState() });
+    t.after(() => phone.close());
+    return phone.newPage();
+  }
 
   /** A page with a virtual authenticator, signed in to the console as the admin; its context closes with the test. */
   async function signedInAdmin(t: TestContext): Promise<Page> {

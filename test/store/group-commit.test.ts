@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { GroupCommit, RolledBackError } from '../../src/store/sqlite/group-commit.ts';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
-import { DuplicateError } from '../../src/store/types.ts';
+import { DuplicateError, type Store } from '../../src/store/types.ts';
 import { deviceClient } from './fixtures.ts';
 
 describe('SQLite group commit', () => {
@@ -16,29 +16,54 @@ describe('SQLite group commit', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('answers each write of a round only once another process could read it', async () => {
-    const path = join(dir, 'visible.db');
+  /**
+   * Runs `body` with a store on a new file `name` and a second connection to that file, as
+   * another process would open it (`options`: its busy timeout); closes both after it.
+   */
+  async function withTwoConnections(name: string, options: { timeout?: number }, body: (store: Store, other: DatabaseSync) => Promise<void>): Promise<void> {
+    const path = join(dir, name);
     const store = openSqliteStore(path);
-    // Another connection sees only what is committed, as another process would.
-    const observer = new DatabaseSync(path);
-    const committed = observer.prepare('SELECT count(*) AS n FROM clients WHERE id = ?');
+    const other = new DatabaseSync(path, options);
     try {
+      await body(store, other);
+    } finally {
+      other.close();
+      await store.close();
+    }
+  }
+
+  /** Runs `body` with a bare database on a new file `name`, its table t (v), an insert into it and a GroupCommit over it; closes it after. */
+  async function withBatch(name: string, body: (db: DatabaseSync, insert: StatementSync, batch: GroupCommit) => Promise<void>): Promise<void> {
+    const db = new DatabaseSync(join(dir, name));
+    try {
+      db.exec('CREATE TABLE t (v INTEGER)');
+      await body(db, db.prepare('INSERT INTO t (v) VALUES (?)'), new GroupCommit(db));
+    } finally {
+      db.close();
+    }
+  }
+
+  /** The values in t, in the order stored. */
+  const valuesOf = (db: DatabaseSync) =>
+    db
+      .prepare('SELECT v FROM t')
+      .all()
+      .map((row) => row['v']);
+
+  it('answers each write of a round only once another process could read it', async () => {
+    // Another connection sees only what is committed, as another process would.
+    await withTwoConnections('visible.db', {}, async (store, observer) => {
+      const committed = observer.prepare('SELECT count(*) AS n FROM clients WHERE id = ?');
       const seenWhenAnswered = await Promise.all(
         Array.from({ length: 20 }, (_, i) => store.clients.create(deviceClient(`c${i}`)).then(() => (committed.get(`c${i}`) as { n: number }).n)),
       );
       assert.deepEqual(seenWhenAnswered, Array(20).fill(1));
-    } finally {
-      observer.close();
-      await store.close();
-    }
+    });
   });
 
   it('leaves the write lock free while a round is open, holding it only to commit', async () => {
-    const path = join(dir, 'lock-free.db');
-    const store = openSqliteStore(path);
     // Another process's connection, which must not wait: a worker serving the same file.
-    const other = new DatabaseSync(path, { timeout: 0 });
-    try {
+    await withTwoConnections('lock-free.db', { timeout: 0 }, async (store, other) => {
       const written = store.clients.create(deviceClient('queued'));
       // The round is still open (its writes are answered at its end), yet the other
       // connection takes the lock at once and commits.
@@ -46,17 +71,11 @@ describe('SQLite group commit', () => {
       other.exec('COMMIT');
       await written;
       assert.ok(await store.clients.get('queued'));
-    } finally {
-      other.close();
-      await store.close();
-    }
+    });
   });
 
   it('keeps the event loop serving while another connection holds the write lock, and commits once it is free', async () => {
-    const path = join(dir, 'lock-held.db');
-    const store = openSqliteStore(path);
-    const other = new DatabaseSync(path);
-    try {
+    await withTwoConnections('lock-held.db', {}, async (store, other) => {
       other.exec('BEGIN IMMEDIATE');
       const written = store.clients.create(deviceClient('after-the-lock'));
       // A timer of this same event loop fires on time while the write waits: nothing sleeps
@@ -67,10 +86,7 @@ describe('SQLite group commit', () => {
       other.exec('COMMIT');
       await written;
       assert.ok(await store.clients.get('after-the-lock'));
-    } finally {
-      other.close();
-      await store.close();
-    }
+    });
   });
 
   it('fails only the call whose statement failed, and commits the rest of its round', async () => {
@@ -100,11 +116,8 @@ describe('SQLite group commit', () => {
   });
 
   it('answers a transaction once both its writes are committed, and commits neither while it is open', async () => {
-    const path = join(dir, 'transaction.db');
-    const store = openSqliteStore(path);
-    const observer = new DatabaseSync(path);
-    const committed = (id: string) => (observer.prepare('SELECT count(*) AS n FROM clients WHERE id = ?').get(id) as { n: number }).n;
-    try {
+    await withTwoConnections('transaction.db', {}, async (store, observer) => {
+      const committed = (id: string) => (observer.prepare('SELECT count(*) AS n FROM clients WHERE id = ?').get(id) as { n: number }).n;
       const before = store.clients.create(deviceClient('before'));
       await store.transaction(async (tx) => {
         await tx.clients.create(deviceClient('tx-a'));
@@ -127,19 +140,12 @@ describe('SQLite group commit', () => {
       );
       assert.equal(committed('abandoned'), 0);
       assert.equal(await store.clients.get('abandoned'), null);
-    } finally {
-      observer.close();
-      await store.close();
-    }
+    });
   });
 
   it('rolls back a transaction that a failure ended, with the writes queued before it, and then runs those that waited for it', async () => {
-    const db = new DatabaseSync(join(dir, 'transaction-rolled-back.db'));
-    db.exec('CREATE TABLE t (v INTEGER)');
-    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
-    const batch = new GroupCommit(db);
-    const write = (v: number) => batch.outside(() => batch.write(() => insert.run(v)));
-    try {
+    await withBatch('transaction-rolled-back.db', async (db, insert, batch) => {
+      const write = (v: number) => batch.outside(() => batch.write(() => insert.run(v)));
       const queued = write(1);
       let waiting: Promise<unknown> | undefined;
       const transaction = batch.transaction(async () => {
@@ -155,24 +161,12 @@ describe('SQLite group commit', () => {
       await assert.rejects(queued, RolledBackError);
       // The write that waited for the transaction was never part of it.
       await waiting;
-      assert.deepEqual(
-        db
-          .prepare('SELECT v FROM t')
-          .all()
-          .map((row) => row['v']),
-        [3],
-      );
-    } finally {
-      db.close();
-    }
+      assert.deepEqual(valuesOf(db), [3]);
+    });
   });
 
   it('fails every write of a round whose transaction a failure ended, and keeps none of them', async () => {
-    const db = new DatabaseSync(join(dir, 'rolled-back.db'));
-    db.exec('CREATE TABLE t (v INTEGER)');
-    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
-    const batch = new GroupCommit(db);
-    try {
+    await withBatch('rolled-back.db', async (db, insert, batch) => {
       const first = batch.write(() => insert.run(1));
       // As SQLite does on an I/O error or a full disk: the statement fails and the
       // transaction with it.
@@ -185,15 +179,7 @@ describe('SQLite group commit', () => {
       assert.equal((db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n, 0);
       // The next round starts afresh.
       await batch.write(() => insert.run(3));
-      assert.deepEqual(
-        db
-          .prepare('SELECT v FROM t')
-          .all()
-          .map((row) => row['v']),
-        [3],
-      );
-    } finally {
-      db.close();
-    }
+      assert.deepEqual(valuesOf(db), [3]);
+    });
   });
 });

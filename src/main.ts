@@ -122,6 +122,8 @@ function purgeRetention(config: Config): PurgeRetention {
 export type ThreadRole = {
   /** Hands the server's metrics over, for the main thread to ask for and sum. */
   readonly metrics: (registry: Registry) => void;
+  /** Called once the server listens, before the line that says it serves (the main thread lets go of the port it held). */
+  readonly listening?: () => Promise<void>;
 } & ({ readonly writes: MessagePort } | { readonly store: Store });
 
 /** A worker thread's store: reads on a connection of its own, writes through the main thread's writer. */
@@ -513,6 +515,7 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
   if (cleared) app.log.warn(cleared);
   const unmatched = unmatchedTranslations(config.site.apiTranslations, config.site.apiTranslations ? await store.resources.list() : []);
   if (unmatched.length > 0) app.log.warn(`TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: ${unmatched.join(', ')}`);
+  await thread?.listening?.();
   // Before the line that says it serves, which a supervisor (and test/start-up.test.ts) may answer
   // with a signal at once: under load this process can be preempted between writing that line
   // and its next statement, so a signal handler installed after it can come too late.
@@ -687,8 +690,8 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     await release();
     throw error;
   }
-  // PORT=0: the port is picked here, held until every thread listens on it, so that all
-  // listen on the same one (and the issuer names it).
+  // PORT=0: the port is picked here and held until the main thread listens on it, which then
+  // keeps it for the worker threads, so that all listen on the same one (and the issuer names it).
   let config = settings;
   let held: Server | null = null;
   if (settings.port === 0) {
@@ -697,13 +700,22 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     held = server;
     config = onPickedPort(settings, (server.address() as AddressInfo).port);
   }
-  const letGo = () => new Promise<void>((resolve) => (held ? held.close(() => resolve()) : resolve()));
+  const letGo = () =>
+    new Promise<void>((resolve) => {
+      const server = held;
+      held = null;
+      if (server) server.close(() => resolve());
+      else resolve();
+    });
   // The main thread serves too, from the writer's own store (its writes need no channel),
   // and runs the purge; `config.workers - 1` worker threads beside it.
   let mainRegistry: Registry | null = null;
   let own: RunningServer;
   try {
-    own = await startServer(config, undefined, { store: writer.store, metrics: (registry) => (mainRegistry = registry) });
+    // The held port is let go of once the main thread listens on it too, before any thread says
+    // it serves: the kernel deals a connection to any socket on the port (SO_REUSEPORT), and
+    // the held one, which never answers, would reset those dealt to it when it closed.
+    own = await startServer(config, undefined, { store: writer.store, metrics: (registry) => (mainRegistry = registry), listening: letGo });
   } catch (error) {
     await letGo();
     await release();
@@ -791,8 +803,6 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     await release();
     throw error;
   }
-  await letGo();
-  held = null;
   let closing: Promise<void> | null = null;
   return {
     url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,

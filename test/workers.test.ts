@@ -171,6 +171,22 @@ describe('tessera serve --workers 2', () => {
   });
 });
 
+describe('tessera serve --workers 2 on a port it picks (PORT=0)', () => {
+  it('answers every connection from the first line that says it serves: no socket is left on the port that never answers', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-workers-port-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    // Resolved at the first line (the main thread's), while the worker thread may still be starting.
+    const serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: join(dir, 'tessera.db') }, 1);
+    t.after(() => serving.stop());
+    // The kernel deals each connection to one of the sockets listening on the port (SO_REUSEPORT):
+    // of twenty at once, some would have reached a socket that never answers, had one been left.
+    const statuses = await Promise.all(
+      Array.from({ length: 20 }, () => request(`${serving.url}/.well-known/openid-configuration`).then((response) => response.status)),
+    );
+    assert.deepEqual(statuses, Array(20).fill(200));
+  });
+});
+
 describe('tessera serve --workers 4 on one SQLite file', () => {
   let dir: string;
   let serving: ServingCommand | undefined;

@@ -450,6 +450,8 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
       throw listenError(error, config.port, config.host);
     });
   }
+  // At once, and before the line that says it serves (the main thread lets go of a held port).
+  await thread?.listening?.();
   // The admin API's own listener (TESSERA_ADMIN_LISTEN), the app's routing behind it.
   let adminServer: { server: Server; url: string } | null = null;
   if (config.adminListen) {
@@ -515,7 +517,6 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
   if (cleared) app.log.warn(cleared);
   const unmatched = unmatchedTranslations(config.site.apiTranslations, config.site.apiTranslations ? await store.resources.list() : []);
   if (unmatched.length > 0) app.log.warn(`TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: ${unmatched.join(', ')}`);
-  await thread?.listening?.();
   // Before the line that says it serves, which a supervisor (and test/start-up.test.ts) may answer
   // with a signal at once: under load this process can be preempted between writing that line
   // and its next statement, so a signal handler installed after it can come too late.

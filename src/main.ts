@@ -701,6 +701,7 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     held = server;
     config = onPickedPort(settings, (server.address() as AddressInfo).port);
   }
+  // Called by the main thread's server once it listens, or by the start that failed before it did.
   const letGo = () =>
     new Promise<void>((resolve) => {
       const server = held;
@@ -785,7 +786,6 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     stopping = true;
     for (const worker of live.keys()) worker.postMessage({ type: command } satisfies ThreadCommand);
     await Promise.all([own[command](), ...exits]);
-    await letGo();
     await release();
   };
   const close = ending('close');
@@ -800,7 +800,6 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     await Promise.all([...live.keys()].map((worker) => worker.terminate()));
     await Promise.all(exits);
     await own.close();
-    await letGo();
     await release();
     throw error;
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -23,8 +23,11 @@ interface BenchRow {
   readonly databaseCpuPercent?: number | null;
 }
 
-/** Runs `npm run bench` with `args` into a scratch directory: what it printed and the rows of latest.json. */
-async function runBench(args: readonly string[]): Promise<{ stdout: string; rows: BenchRow[] }> {
+/**
+ * Runs `npm run bench` with `args` into a scratch directory: what it printed and the rows of
+ * latest.json. `look` is handed the directory before it is removed.
+ */
+async function runBench(args: readonly string[], look: (out: string) => void = () => {}): Promise<{ stdout: string; rows: BenchRow[] }> {
   const out = mkdtempSync(join(tmpdir(), 'tessera-bench-smoke-'));
   try {
     const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/run.ts'), ...args, '--out', out], {
@@ -41,6 +44,7 @@ async function runBench(args: readonly string[]): Promise<{ stdout: string; rows
       throw error;
     });
     assert.equal(code, 0, stderr);
+    look(out);
     return { stdout, rows: (JSON.parse(readFileSync(join(out, 'latest.json'), 'utf8')) as { rows: BenchRow[] }).rows };
   } finally {
     rmSync(out, { recursive: true, force: true });
@@ -194,6 +198,39 @@ describe('npm run bench (smoke)', () => {
     for (const scenario of ['dpop: poll without proof', 'dpop: poll with proof']) {
       cleanRow(rows, scenario, 'tessera/sqlite', 'every poll answered authorization_pending');
     }
+  });
+
+  it('writes a CPU profile for each thread of a server with two worker threads (--cpu-prof), in a folder of its target', async () => {
+    let folders: Record<string, string[]> = {};
+    await runBench(
+      [
+        '--quick',
+        '--scenario',
+        'device_poll',
+        '--no-postgres',
+        '--workers',
+        '2',
+        '--cpu-prof',
+        '--duration',
+        '0.2',
+        '--warmup',
+        '0',
+        '--pool',
+        '20',
+        '--connections',
+        '2',
+      ],
+      (out) => {
+        const profiles = join(out, 'profiles');
+        folders = Object.fromEntries(
+          readdirSync(profiles).map((folder) => [folder, readdirSync(join(profiles, folder)).filter((name) => name.endsWith('.cpuprofile'))]),
+        );
+      },
+    );
+    assert.deepEqual(Object.keys(folders), ['tessera-sqlite'], "one folder, the target's");
+    // Node's own names: CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile, one a thread.
+    const threads = new Set(folders['tessera-sqlite']!.map((name) => name.split('.')[4]));
+    assert.equal(threads.size, 2, `a profile of each thread: ${folders['tessera-sqlite']!.join(', ')}`);
   });
 
   it('draws the worker and instance curves as SVG: one line a series, oidc-provider as a level, nothing without a curve', () => {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { axeViolations } from './helpers/accessibility.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, PHONE } from './helpers/chromium.ts';
 import { closeServer, listenOnFreePort } from './helpers/server.ts';
 import type { Server } from 'node:http';
 
@@ -69,7 +69,7 @@ describe('the accessibility watch', { skip: chromiumUnavailable() }, () => {
     const browser = await launchChromium();
     // A page each: a page left before its check is checked when its state is next met.
     for (const path of ['/contrast', '/alt', '/fine']) await (await browser.newPage()).goto(`${origin}${path}`);
-    const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const phone = await browser.newPage(PHONE);
     await phone.goto(`${origin}/targets`);
     await assert.rejects(browser.close(), (error: Error) => {
       assert.match(error.message, /^axe-core found accessibility violations:/);

@@ -16,7 +16,7 @@ import { totpAt } from '../src/flows/second-factor/totp.ts';
 import { resetLink } from '../src/flows/manage/users.ts';
 import { MAX_PASSWORD_LENGTH } from '../src/flows/users.ts';
 import { axeViolations } from './helpers/accessibility.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, phonePageCatchingRedirect } from './helpers/chromium.ts';
 import { startDevice } from './helpers/device.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { closeAll, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
@@ -72,14 +72,6 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
     checked.set(state, await axeViolations(page, `${state} (${page.url()})`));
   }
 
-  /** A phone-sized page whose redirects to the app are caught instead of loaded. */
-  async function phonePage(): Promise<{ page: Page; callback: Promise<URL> }> {
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
-    const page = await context.newPage();
-    const callback = catchRedirect(page);
-    return { page, callback };
-  }
-
   async function signIn(page: Page, password: string): Promise<void> {
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(password);
@@ -88,7 +80,7 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
   }
 
   it('checks the error and 404 pages', async () => {
-    const { page } = await phonePage();
+    const { page } = await phonePageCatchingRedirect(browser);
     await page.goto(`${server.url}/acount/settings`, { waitUntil: 'load' });
     await page.getByRole('heading', { level: 1 }).waitFor();
     await check(page, 'not found');
@@ -103,7 +95,7 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
   let session: Page;
 
   it('goes from "second factor required" to setting one up and straight back to the approval, which completes at the app', async () => {
-    const { page, callback } = await phonePage();
+    const { page, callback } = await phonePageCatchingRedirect(browser);
     session = page;
     const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
       execute: [oidc.allowInsecureRequests],
@@ -201,7 +193,7 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
   });
 
   it('checks the reset-password pages', async () => {
-    const { page } = await phonePage();
+    const { page } = await phonePageCatchingRedirect(browser);
     const { url } = await resetLink(manageDeps(server), user.username);
     const path = new URL(url);
     await page.goto(`${server.url}${path.pathname}${path.search}${path.hash}`);

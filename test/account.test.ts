@@ -7,7 +7,7 @@ import { ManualClock } from '../src/core/clock.ts';
 
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, PHONE, signInWithPassword } from './helpers/chromium.ts';
 import { deviceSignIn, discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
 import { closeAll, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
@@ -187,7 +187,7 @@ describe('the account page in a real browser', { skip: chromiumUnavailable() }, 
     const appTokens = await signIn(server, await discover(server, app), user, 'openid profile offline_access');
     const deviceTokens = await deviceSignIn(server, tv, user, { ip: '203.0.113.7', userAgent: 'LivingRoomTV/2.1' });
 
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const context = await browser.newContext(PHONE);
     const page = await context.newPage();
     await page.goto(`${server.url}/account`);
     await signInWithPassword(page, user);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, phonePageCatchingRedirect } from './helpers/chromium.ts';
 import { closeAll, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { authorizationAttempt, startWithApp, redeemAttempt } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
@@ -16,14 +16,6 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
   });
   after(() => closeAll(browser, server));
 
-  /** Opens a phone-sized page that captures the redirect to the client instead of loading it. */
-  async function phonePage(): Promise<{ page: Page; callback: Promise<URL> }> {
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
-    const page = await context.newPage();
-    const callback = catchRedirect(page);
-    return { page, callback };
-  }
-
   async function signIn(page: Page, password = user.password): Promise<void> {
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(password);
@@ -36,7 +28,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
   }
 
   it('signs in, shows the application and scopes, approves, and the client gets a valid ID token', async () => {
-    const { page, callback } = await phonePage();
+    const { page, callback } = await phonePageCatchingRedirect(browser);
     const attempt = await start();
     await page.goto(attempt.url.href);
     await signIn(page);
@@ -65,7 +57,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
   });
 
   it('sends access_denied to the client when the user presses Deny', async () => {
-    const { page, callback } = await phonePage();
+    const { page, callback } = await phonePageCatchingRedirect(browser);
     // The first test's approval is remembered: prompt=consent asks again.
     const attempt = await start('openid', { prompt: 'consent' });
     await page.goto(attempt.url.href);
@@ -78,7 +70,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
   });
 
   it('tells the user when the password is wrong, and lets them try again', async () => {
-    const { page, callback } = await phonePage();
+    const { page, callback } = await phonePageCatchingRedirect(browser);
     const attempt = await start('openid', { prompt: 'consent' });
     await page.goto(attempt.url.href);
     await signIn(page, 'not the password');
@@ -92,7 +84,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
   });
 
   it('goes straight back to the app the second time, and signs out through the app after asking', async () => {
-    const { page, callback } = await phonePage();
+    const { page, callback } = await phonePageCatchingRedirect(browser);
     const attempt = await start('openid profile email');
     await page.goto(attempt.url.href);
     await signIn(page);

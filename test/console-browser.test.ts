@@ -25,13 +25,10 @@ import { until } from './helpers/wait.ts';
 import { upstreamRedirectUri } from '../src/flows/upstream/settings.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium, withVirtualAuthenticator, signInWithPassword } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, PHONE, withVirtualAuthenticator, signInWithPassword } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
-
-/** A phone's screen, touch and all (an iPhone 14's viewport). */
-const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true };
 
 describe('the operator console in Chromium', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;

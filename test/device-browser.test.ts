@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
-import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, PHONE, signInWithPassword } from './helpers/chromium.ts';
 import { pollWhileTestRuns, QUICK_POLLS } from './helpers/device.ts';
 import { closeAll, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
@@ -28,7 +28,7 @@ describe('the device flow end to end: openid-client polls, a person approves in 
   after(() => closeAll(browser, server));
 
   async function phone(): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const context = await browser.newContext(PHONE);
     return context.newPage();
   }
 

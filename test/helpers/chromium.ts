@@ -105,6 +105,15 @@ export async function withVirtualAuthenticator(
   return { context, page, cdp, authenticatorId };
 }
 
+/** A phone's screen, touch and all (an iPhone 14's viewport): options for a context or page. */
+export const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true } as const;
+
+/** A page of a new phone-sized context of `browser`, whose redirects to the app are caught (`catchRedirect`) instead of loaded. */
+export async function phonePageCatchingRedirect(browser: Browser): Promise<{ page: Page; callback: Promise<URL> }> {
+  const page = await (await browser.newContext(PHONE)).newPage();
+  return { page, callback: catchRedirect(page) };
+}
+
 /**
  * Where the server sent the browser back to the app: the URL of the first navigation `page`
  * makes to `redirectUri` (the app's, where nothing listens), once the browser has landed

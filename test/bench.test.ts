@@ -24,16 +24,24 @@ interface BenchRow {
 }
 
 /**
- * Runs `npm run bench` with `args` into a scratch directory: what it printed and the rows of
- * latest.json. `look` is handed the directory before it is removed.
+ * Runs `npm run bench` with `args` into a scratch directory, as a smoke run (`--quick`, no
+ * warm-up, timed runs of `duration` seconds): what it printed and the rows of latest.json.
+ * `look` is handed the directory before it is removed.
  */
-async function runBench(args: readonly string[], look: (out: string) => void = () => {}): Promise<{ stdout: string; rows: BenchRow[] }> {
+async function runBench(
+  args: readonly string[],
+  { duration = '0.2', look = () => {} }: { duration?: string; look?: (out: string) => void } = {},
+): Promise<{ stdout: string; rows: BenchRow[] }> {
   const out = mkdtempSync(join(tmpdir(), 'tessera-bench-smoke-'));
   try {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/run.ts'), ...args, '--out', out], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/run.ts'), '--quick', '--warmup', '0', '--duration', duration, ...args, '--out', out],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -64,16 +72,11 @@ function cleanRow(rows: readonly BenchRow[], scenario: string, target: string, w
 describe('npm run bench (smoke)', () => {
   it('runs code_exchange and client_credentials once: rows with no errors and no unexpected answers, the RS256 floor, and the docs table with its commit', async () => {
     const { stdout, rows } = await runBench([
-      '--quick',
       '--scenario',
       'code_exchange',
       '--scenario',
       'client_credentials',
       '--no-postgres',
-      '--duration',
-      '0.2',
-      '--warmup',
-      '0',
       '--batch',
       '50',
       '--connections',
@@ -95,14 +98,9 @@ describe('npm run bench (smoke)', () => {
   it('runs scale_out once: two instances on one PostgreSQL database (where one answers) and one SQLite instance of two workers, each with no errors', async () => {
     const postgres = process.env['TESSERA_TEST_POSTGRES_URL'];
     const { rows } = await runBench([
-      '--quick',
       '--scenario',
       'scale_out',
       ...(postgres ? ['--postgres', postgres] : ['--no-postgres']),
-      '--duration',
-      '0.2',
-      '--warmup',
-      '0',
       '--batch',
       '50',
       '--connections',
@@ -121,14 +119,9 @@ describe('npm run bench (smoke)', () => {
 
   it('runs sign_in_flood once: the exchange alone, during the /login flood and during the /account/password flood, each with no errors', async () => {
     const { stdout, rows } = await runBench([
-      '--quick',
       '--scenario',
       'sign_in_flood',
       '--no-postgres',
-      '--duration',
-      '0.2',
-      '--warmup',
-      '0',
       '--batch',
       '20',
       '--connections',
@@ -153,20 +146,9 @@ describe('npm run bench (smoke)', () => {
   });
 
   it('runs events_flood once: tokens alone, during admin changes with the streams off, and with push streams on, each with no errors, and the SETs pushed noted', async () => {
-    const { stdout, rows } = await runBench([
-      '--quick',
-      '--scenario',
-      'events_flood',
-      '--no-postgres',
-      '--duration',
-      '0.3',
-      '--warmup',
-      '0',
-      '--connections',
-      '2',
-      '--flood-in-flight',
-      '1',
-    ]);
+    const { stdout, rows } = await runBench(['--scenario', 'events_flood', '--no-postgres', '--connections', '2', '--flood-in-flight', '1'], {
+      duration: '0.3',
+    });
     for (const scenario of [
       'events_flood: client_credentials alone',
       'events_flood: client_credentials during the changes, streams off',
@@ -180,20 +162,7 @@ describe('npm run bench (smoke)', () => {
   });
 
   it('runs dpop once: polls with and without a DPoP proof, every answer authorization_pending, and the ratio printed', async () => {
-    const { stdout, rows } = await runBench([
-      '--quick',
-      '--scenario',
-      'dpop',
-      '--no-postgres',
-      '--duration',
-      '0.2',
-      '--warmup',
-      '0',
-      '--pool',
-      '20',
-      '--connections',
-      '5',
-    ]);
+    const { stdout, rows } = await runBench(['--scenario', 'dpop', '--no-postgres', '--pool', '20', '--connections', '5']);
     assert.match(stdout, /DPoP proof check on tessera\/sqlite: server CPU per poll [\d.]+x/);
     for (const scenario of ['dpop: poll without proof', 'dpop: poll with proof']) {
       cleanRow(rows, scenario, 'tessera/sqlite', 'every poll answered authorization_pending');
@@ -202,31 +171,14 @@ describe('npm run bench (smoke)', () => {
 
   it('writes a CPU profile for each thread of a server with two worker threads (--cpu-prof), in a folder of its target', async () => {
     let folders: Record<string, string[]> = {};
-    await runBench(
-      [
-        '--quick',
-        '--scenario',
-        'device_poll',
-        '--no-postgres',
-        '--workers',
-        '2',
-        '--cpu-prof',
-        '--duration',
-        '0.2',
-        '--warmup',
-        '0',
-        '--pool',
-        '20',
-        '--connections',
-        '2',
-      ],
-      (out) => {
+    await runBench(['--scenario', 'device_poll', '--no-postgres', '--workers', '2', '--cpu-prof', '--pool', '20', '--connections', '2'], {
+      look: (out) => {
         const profiles = join(out, 'profiles');
         folders = Object.fromEntries(
           readdirSync(profiles).map((folder) => [folder, readdirSync(join(profiles, folder)).filter((name) => name.endsWith('.cpuprofile'))]),
         );
       },
-    );
+    });
     assert.deepEqual(Object.keys(folders), ['tessera-sqlite'], "one folder, the target's");
     // Node's own names: CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile, one a thread.
     const threads = new Set(folders['tessera-sqlite']!.map((name) => name.split('.')[4]));

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { hashPassword } from './password.ts';
 import { PasswordQueue, type PasswordCheck } from './password-queue.ts';
@@ -9,6 +10,26 @@ describe('PasswordQueue', () => {
   // order the queue chose, whatever each one takes.
   const queue = new PasswordQueue({ threads: 1, maxWaiting: 20, perAddress: 10 });
   after(() => queue.close());
+
+  it('checks passwords in a process whose --eval is read as a module, whose threads inherit that', () => {
+    const { status, stdout, stderr } = spawnSync(
+      process.execPath,
+      [
+        '--disable-warning=ExperimentalWarning',
+        '--input-type=module',
+        '--eval',
+        `import { hashPassword } from ${JSON.stringify(new URL('./password.ts', import.meta.url).href)};
+         import { PasswordQueue } from ${JSON.stringify(new URL('./password-queue.ts', import.meta.url).href)};
+         const queue = new PasswordQueue({ threads: 1, maxWaiting: 1, perAddress: 1 });
+         const check = await queue.verify('right', await hashPassword('right', ${JSON.stringify(cost)}), '203.0.113.9');
+         await queue.close();
+         console.log(JSON.stringify(check));`,
+      ],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
+    assert.equal(status, 0, stderr);
+    assert.deepEqual(JSON.parse(stdout), { kind: 'checked', matches: true });
+  });
 
   it('serves waiting addresses in turn: with one address holding six places, another address is answered before its later ones', async () => {
     const encoded = await hashPassword('right', cost);

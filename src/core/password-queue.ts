@@ -69,9 +69,12 @@ interface Job {
 
 // The worker's whole program: argon2id, synchronously, on its own thread. Kept as source
 // text so that it needs no file of its own to be found at run time (src/ and dist/ alike).
+// getBuiltinModule, not require: a worker inherits its process's flags, and under
+// --input-type=module (a server started from `node --input-type=module --eval`) its source
+// is read as a module, where require is not defined.
 const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
-const { argon2Sync } = require('node:crypto');
+const { parentPort } = process.getBuiltinModule('node:worker_threads');
+const { argon2Sync } = process.getBuiltinModule('node:crypto');
 parentPort.on('message', ({ password, nonce, memory, passes, parallelism, tagLength }) => {
   try {
     const tag = argon2Sync('argon2id', { message: password, nonce: Buffer.from(nonce), memory, passes, parallelism, tagLength });

@@ -2,7 +2,10 @@
  * Outstanding device codes written straight into Tessera's SQLite file, in large
  * transactions: a million through HTTP would take longer than the whole benchmark. The pool
  * the bench polls gets known device codes (stored, as always, only as their hash); the rest
- * are filler rows of the same shape generated inside SQLite.
+ * are filler rows of the same shape generated inside SQLite. The codes are of the earlier
+ * form (43 characters, stored under their bare hash), which every version of Tessera finds
+ * (src/flows/device/device-code.ts), so that `--against` seeds an older checkout's store the
+ * same way.
  */
 import { DatabaseSync } from 'node:sqlite';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';

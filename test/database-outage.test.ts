@@ -16,7 +16,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type pg from 'pg';
 import { deviceLogin } from '../src/cli/device-login.ts';
-import { hashSecret } from '../src/core/crypto.ts';
+import { deviceCodeKey } from '../src/flows/device/device-code.ts';
 import { StoreUnavailableError } from '../src/store/errors.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { BrowserAt, DEVICE_GRANT, startDevice } from './helpers/device.ts';
@@ -313,7 +313,7 @@ describePostgres('PostgreSQL outage', () => {
     return withAdmin(async (admin) => {
       await admin.query('BEGIN');
       await admin.query(`SELECT 1 FROM ${admin.escapeIdentifier(schema)}.device_authorizations WHERE device_code_hash = $1 FOR UPDATE`, [
-        hashSecret(deviceCode),
+        deviceCodeKey(deviceCode),
       ]);
       try {
         await work(admin);
@@ -378,7 +378,7 @@ describePostgres('PostgreSQL outage', () => {
     proxy.closedByClient = 0;
     await holdingDeviceRow(async () => {
       // PostgreSQL itself cancels the statement (57014, what statement_timeout raises).
-      await assert.rejects(server.store.devices.poll(hashSecret(deviceCode), client.clientId, Date.now()), (error: unknown) => {
+      await assert.rejects(server.store.devices.poll(deviceCodeKey(deviceCode), client.clientId, Date.now()), (error: unknown) => {
         assert.ok(error instanceof StoreUnavailableError, String(error));
         assert.equal((error.cause as { code?: unknown }).code, '57014', String(error.cause));
         return true;

@@ -3,7 +3,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../src/core/crypto.ts';
 import { normalizeUserCode } from '../src/flows/device/user-code.ts';
-import { DEVICE_GRANT, startDevice } from './helpers/device.ts';
+import { assertPollError, DEVICE_GRANT, poll, startDevice } from './helpers/device.ts';
 import { deviceSignIn, OFFLINE_SCOPES, signInRaw, withRefresh, type DeviceTokens } from './helpers/lifecycle.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, assertOAuthError } from './helpers/server.ts';
 
@@ -27,8 +27,10 @@ describe('the device authorization endpoint (RFC 8628 §3.1-3.2)', () => {
     assert.equal(result.headers.get('cache-control'), 'no-store');
     assert.match(result.headers.get('content-type') ?? '', /application\/json/);
     const body = result.body;
-    // 43 base64url characters: 256 bits.
-    assert.match(body['device_code'] as string, /^[A-Za-z0-9_-]{43}$/);
+    // The time it was made (base 36 milliseconds, nine characters), then 43 base64url characters: 256 bits.
+    const [, made] = /^([0-9a-z]{9})[A-Za-z0-9_-]{43}$/.exec(body['device_code'] as string) ?? [];
+    assert.ok(made, `device_code ${body['device_code'] as string}`);
+    assert.ok(Math.abs(Date.now() - Number.parseInt(made, 36)) < 60_000, 'the prefix is the time the code was made');
     assert.match(body['user_code'] as string, /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
     assert.equal(body['verification_uri'], `${server.url}/device`);
     assert.equal(body['verification_uri_complete'], `${server.url}/device?user_code=${body['user_code'] as string}`);
@@ -36,17 +38,36 @@ describe('the device authorization endpoint (RFC 8628 §3.1-3.2)', () => {
     assert.equal(body['interval'], 5);
   });
 
-  it('stores only a hash of the device code, with the scope, the client and where the request came from', async () => {
+  it('stores only a hash of the device code after its time, with the scope, the client and where the request came from', async () => {
     const started = await startDevice(server, client, 'openid', { 'user-agent': 'TestTV/2.0' });
     const record = await server.store.devices.findByUserCode(normalizeUserCode(started.user_code)!, Date.now());
     assert.ok(record);
-    assert.equal(record.deviceCodeHash, hashSecret(started.device_code));
-    assert.notEqual(record.deviceCodeHash, started.device_code);
+    assert.equal(record.deviceCodeHash, `${started.device_code.slice(0, 9)}${hashSecret(started.device_code)}`);
+    assert.equal(record.deviceCodeHash.includes(started.device_code.slice(9)), false, 'the secret part is not stored');
     assert.equal(record.clientId, client.clientId);
     assert.deepEqual(record.scope, ['openid']);
     assert.equal(record.status, 'pending');
     assert.equal(record.requestIp, '127.0.0.1');
     assert.equal(record.requestUserAgent, 'TestTV/2.0');
+  });
+
+  it('stores each new device code under a key after those made before it, so that inserts go to the end of the index', async () => {
+    const keys: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const started = await startDevice(server, client);
+      keys.push((await server.store.devices.findByUserCode(normalizeUserCode(started.user_code)!, Date.now()))!.deviceCodeHash);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    assert.deepEqual(keys.toSorted(), keys);
+  });
+
+  it('still answers the polls of a device code of the old form, stored under its bare hash', async () => {
+    const started = await startDevice(server, client);
+    const record = (await server.store.devices.findByUserCode(normalizeUserCode(started.user_code)!, Date.now()))!;
+    // As a code made before the time prefix: 43 base64url characters, its key their SHA-256.
+    const old = 'O'.repeat(43);
+    assert.equal(await server.store.devices.create({ ...record, deviceCodeHash: hashSecret(old), userCode: 'BCDFBCDF' }), true);
+    assertPollError(await poll(server, client, old), 'authorization_pending');
   });
 
   it('gives every request its own device code and user code', async () => {

@@ -9,6 +9,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
+import { deviceCodeKey } from '../src/flows/device/device-code.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType } from '../src/core/protocol.ts';
 import { loadConfig } from '../src/config/index.ts';
 import { startThreads } from '../src/main.ts';
@@ -278,7 +279,7 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
     const file = new DatabaseSync(database, { readOnly: true });
     try {
       const stored = file.prepare('SELECT 1 FROM device_authorizations WHERE device_code_hash = ?');
-      return answered.filter((deviceCode) => stored.get(hashSecret(deviceCode)) === undefined);
+      return answered.filter((deviceCode) => stored.get(deviceCodeKey(deviceCode)) === undefined);
     } finally {
       file.close();
     }

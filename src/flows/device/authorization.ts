@@ -1,7 +1,6 @@
 /**
  * RFC 8628 §3.1 (Device Authorization Request) and §3.2 (Device Authorization Response).
  */
-import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { DEVICE_VERIFICATION_PATH } from '../../core/endpoints.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { inNetworks } from '../../core/networks.ts';
@@ -10,6 +9,7 @@ import { parseScope } from '../../core/scopes.ts';
 import type { ClientRecord } from '../../store/types.ts';
 import { checkRequestedAccess, ResourceCatalog } from '../resources.ts';
 import type { FlowDeps, Params } from '../types.ts';
+import { deviceCodeKey, newDeviceCode } from './device-code.ts';
 import { formatUserCode, generateUserCode } from './user-code.ts';
 
 /** RFC 8628 §3.2, wire names. */
@@ -80,8 +80,9 @@ export async function startDeviceAuthorization(
   const scope = await requestedScope(deps, client, params['scope'], resources);
   const { codeLifetime, interval } = deps.config.device;
   const now = deps.clock.now();
-  // RFC 8628 §3.2 and §5.2: the device code is a bearer secret; 256 bits, stored hashed.
-  const deviceCode = randomToken(32);
+  // RFC 8628 §3.2 and §5.2: the device code is a bearer secret; 256 bits, stored hashed
+  // (under a key that begins with the time it was made: ./device-code.ts).
+  const deviceCode = newDeviceCode(now);
   for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
     const userCode = generateUserCode();
     const started = deps.events.make({
@@ -94,7 +95,7 @@ export async function startDeviceAuthorization(
     // The event is stored with the record, in its commit: the request waits for one.
     const stored = await deps.store.devices.create(
       {
-        deviceCodeHash: hashSecret(deviceCode),
+        deviceCodeHash: deviceCodeKey(deviceCode),
         userCode,
         clientId: client.id,
         scope,

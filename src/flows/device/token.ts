@@ -5,12 +5,11 @@
  * poll is one store call, `devices.poll`: one indexed UPDATE that records the poll and
  * decides its outcome. Only the one poll that wins an approval reads the user and signs.
  */
-import { hashSecret } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
-
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import { resourceIndicatorProblem, tokenTarget } from '../resources.ts';
 import type { TokenGrant } from '../types.ts';
+import { deviceCodeKey } from './device-code.ts';
 
 export const deviceCodeGrant: TokenGrant = {
   type: GRANT_DEVICE_CODE,
@@ -25,7 +24,7 @@ export const deviceCodeGrant: TokenGrant = {
     const problem = resource === undefined ? null : resourceIndicatorProblem(resource);
     if (problem) throw new OAuthError('invalid_target', `resource ${problem}`);
 
-    const hash = hashSecret(deviceCode);
+    const hash = deviceCodeKey(deviceCode);
     // A device code bound to a DPoP key (RFC 9449, by the proof sent with the device
     // authorization request) is polled only with a proof by that key: any other poll
     // changes nothing, so it neither takes the tokens nor slows the device down.

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { hashSecret } from '../../core/crypto.ts';
+import { deviceCodeKey, newDeviceCode } from './device-code.ts';
 import { networkOf, sameNetwork } from './proximity.ts';
 import { formatUserCode, generateUserCode, normalizeUserCode, USER_CODE_ALPHABET } from './user-code.ts';
 
@@ -23,6 +25,30 @@ describe('user codes (RFC 8628 §6.1)', () => {
   it('refuses what cannot be a code: wrong length, vowels, digits, other characters', () => {
     for (const input of ['', 'WDJB-MJH', 'WDJB-MJHTX', 'WDJB-MJH0', 'WAJB-MJHT', 'WDJB_MJHT', 'ＷDJB-MJHT', 'W'.repeat(100)]) {
       assert.equal(normalizeUserCode(input), null, input);
+    }
+  });
+});
+
+describe('device codes (RFC 8628 §3.2)', () => {
+  const NOW = Date.UTC(2026, 10, 29, 8, 0, 0);
+
+  it('begins each with the millisecond it was made, in nine base-36 characters, then 256 random bits', () => {
+    const code = newDeviceCode(NOW);
+    assert.match(code, /^[0-9a-z]{9}[A-Za-z0-9_-]{43}$/);
+    assert.equal(Number.parseInt(code.slice(0, 9), 36), NOW);
+    assert.notEqual(newDeviceCode(NOW).slice(9), code.slice(9));
+  });
+
+  it('keys a code by its time and its hash, so that later codes sort after earlier ones, whatever their random part', () => {
+    const codes = [NOW, NOW + 1, NOW + 1000, NOW + 86_400_000].map((at) => newDeviceCode(at));
+    const keys = codes.map(deviceCodeKey);
+    assert.deepEqual(keys.toSorted(), keys);
+    for (const [i, code] of codes.entries()) assert.equal(keys[i], `${code.slice(0, 9)}${hashSecret(code)}`);
+  });
+
+  it('keys anything else by its bare hash: a code of the earlier form is found, a forged prefix gains nothing', () => {
+    for (const code of ['A'.repeat(43), `${'Z'.repeat(9)}${'a'.repeat(43)}`, `${newDeviceCode(NOW)}x`, '', 'not a code']) {
+      assert.equal(deviceCodeKey(code), hashSecret(code), code);
     }
   });
 });

@@ -7,10 +7,10 @@
  * them. On a Node.js new enough it prints nothing. Plain JavaScript, as bin/tessera.js, so that
  * any Node.js can run it.
  *
- * It also fills Node's compile cache for `npm start` (NODE_COMPILE_CACHE in package.json), so
- * that even the first start after an install finds every module's types already stripped.
+ * npm then runs bin/warm-compile-cache.js (package.json's postinstall), a script of its own so
+ * that what each does is run and tested alone: this one reads two strings, that one imports
+ * every module of src/.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 
 const engines = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node;
@@ -35,33 +35,5 @@ if (npmNode) {
         : `\nTessera needs Node.js ${major}.${minor} or later to run, and this is Node.js ${have}.${haveMinor} (the EBADENGINE warnings above).\n` +
             `Install Node.js ${major} (https://nodejs.org/en/download or your system's packages), or install with the devDependencies, which bring it.\n\n`,
     );
-  }
-}
-
-/**
- * Node's compile cache keeps each module with its types stripped, so a server started with it
- * never loads the type stripper, whose WebAssembly memory (about 20 MiB) would stay for the
- * process's life (docs/benchmarks.md, "Peak RSS"). Filled by importing every module of src/
- * once, which starts nothing (each entry point runs only when it is the command); the modules
- * a server imports only on first use are then cached too. Best effort, by a Node.js new enough
- * to run Tessera: an install never fails for it, and a start without it only strips the types
- * itself, as it did before.
- */
-const [running, runningMinor] = process.versions.node.split('.').map(Number);
-if (running > major || (running === major && runningMinor >= minor)) {
-  const root = new URL('..', import.meta.url).pathname;
-  const cache = /\bNODE_COMPILE_CACHE=(\S+)/.exec(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start ?? '')?.[1];
-  if (cache && existsSync(new URL('../src/main.ts', import.meta.url))) {
-    const importAll =
-      "const { globSync } = await import('node:fs'); " +
-      "for (const file of globSync('src/**/*.ts', { cwd: process.cwd() }).filter((f) => !f.endsWith('.test.ts'))) await import(`${process.cwd()}/${file}`);" +
-      // Written out and ended here: a module that left a timer or a handle open would otherwise hold the install.
-      "(await import('node:module')).flushCompileCache(); process.exit(0);";
-    spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '--eval', importAll], {
-      cwd: root,
-      env: { ...process.env, NODE_COMPILE_CACHE: cache },
-      stdio: 'ignore',
-      timeout: 120_000,
-    });
   }
 }

@@ -1,6 +1,6 @@
 /**
  * `npm start` runs with Node's compile cache (NODE_COMPILE_CACHE in package.json's start
- * script), and `npm install` fills it (bin/after-install.js): every module of src/ is then
+ * script), and `npm install` fills it (bin/warm-compile-cache.js): every module of src/ is then
  * found with its types already stripped, so a server never loads the type stripper, whose
  * WebAssembly memory would otherwise stay for the process's life (about 20 MiB of its peak
  * RSS, docs/benchmarks.md).
@@ -19,7 +19,7 @@ describe("npm start's compile cache", () => {
     const cache = /\bNODE_COMPILE_CACHE=(\S+)/.exec(START)?.[1];
     assert.ok(cache?.startsWith('node_modules/.cache/'), `npm start sets NODE_COMPILE_CACHE in node_modules/.cache: ${START}`);
     // As npm runs it after an install: Node.js 24 on the PATH, in the checkout.
-    execFileSync(process.execPath, [join(ROOT, 'bin/after-install.js')], { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '' } });
+    execFileSync(process.execPath, [join(ROOT, 'bin/warm-compile-cache.js')], { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '' } });
     const modules = globSync('src/**/*.ts', { cwd: ROOT }).filter((file) => !file.endsWith('.test.ts'));
     const loaded = execFileSync(
       process.execPath,

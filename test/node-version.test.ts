@@ -86,6 +86,6 @@ describe('the Node.js version check', () => {
       const quiet = await afterInstall(agent);
       assert.equal(quiet.stdout, '', agent);
     }
-    assert.equal(JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).scripts.postinstall, 'node bin/after-install.js');
+    assert.match(JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).scripts.postinstall, /^node bin\/after-install\.js && /);
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../src/core/crypto.ts';
+import { timedSecretKey } from '../src/core/timed-secret.ts';
 import { normalizeUserCode } from '../src/flows/device/user-code.ts';
 import { assertPollError, DEVICE_GRANT, poll, startDevice } from './helpers/device.ts';
 import { deviceSignIn, OFFLINE_SCOPES, signInRaw, withRefresh, type DeviceTokens } from './helpers/lifecycle.ts';
@@ -206,13 +207,13 @@ describe('shorter token lifetimes for device grants (TESSERA_DEVICE_ACCESS_TOKEN
     const user = await server.addUser();
     const device = (await deviceSignIn(server, client, user, { scope: 'openid offline_access' })) as DeviceTokens & { expires_in: number };
     assert.equal(device.expires_in, 600);
-    const refresh = await server.store.refreshTokens.find(hashSecret(device.refresh_token!));
+    const refresh = await server.store.refreshTokens.find(timedSecretKey(device.refresh_token!));
     // An hour from the approval (a moment before the token was issued).
     const lifetime = refresh!.expiresAt - refresh!.createdAt;
     assert.ok(lifetime <= 3600 * 1000 && lifetime > 3590 * 1000, `${lifetime} ms`);
     const browser = await signInRaw(server, client, user, 'openid offline_access');
     assert.equal(browser['expires_in'], 3600);
-    const browserRefresh = await server.store.refreshTokens.find(hashSecret(browser['refresh_token'] as string));
+    const browserRefresh = await server.store.refreshTokens.find(timedSecretKey(browser['refresh_token'] as string));
     assert.equal(browserRefresh!.expiresAt - browserRefresh!.createdAt, 30 * 86400 * 1000, 'the idle time, as before');
   });
 });

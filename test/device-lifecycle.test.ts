@@ -75,7 +75,7 @@ describe('a device signed in through device-login', () => {
   it('refreshes for as long as its grant lives, and not after', async () => {
     const { tokens } = await signInWithDeviceLogin();
     let refreshToken = tokens['refresh_token'] as string;
-    assert.match(refreshToken, /^[A-Za-z0-9_-]{43}$/, 'a device registered for refresh_token gets one without offline_access');
+    assert.match(refreshToken, /^[0-9a-z]{9}[A-Za-z0-9_-]{43}$/, 'a device registered for refresh_token gets one without offline_access');
     for (let day = 2; day < 10; day += 2) {
       clock.advance(2 * DAY);
       const refreshed = await refreshRaw(server, terminal, refreshToken);

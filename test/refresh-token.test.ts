@@ -31,11 +31,17 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
   });
   after(() => server.close());
 
-  it('issues an opaque 256-bit refresh token when offline_access is granted, and stores only its hash', async () => {
+  it('issues an opaque 256-bit refresh token when offline_access is granted, and stores only its time and hash', async () => {
+    const before = Date.now();
     const tokens = await signIn(server, config, user, 'openid profile offline_access');
-    assert.match(tokens.refresh_token ?? '', /^[A-Za-z0-9_-]{43}$/);
-    assert.equal(await server.store.refreshTokens.find(tokens.refresh_token!), null, 'the bearer value is not a key');
-    assert.equal((await server.store.refreshTokens.find(hashSecret(tokens.refresh_token!)))?.clientId, client.clientId);
+    // The time it was made, in nine base-36 characters, then 256 random bits (core/timed-secret.ts).
+    const token = tokens.refresh_token ?? '';
+    assert.match(token, /^[0-9a-z]{9}[A-Za-z0-9_-]{43}$/);
+    const made = Number.parseInt(token.slice(0, 9), 36);
+    assert.ok(made >= before && made <= Date.now(), `made at ${made}`);
+    assert.equal(await server.store.refreshTokens.find(token), null, 'the bearer value is not a key');
+    assert.equal(await server.store.refreshTokens.find(hashSecret(token)), null, 'nor its bare hash');
+    assert.equal((await server.store.refreshTokens.find(`${token.slice(0, 9)}${hashSecret(token)}`))?.clientId, client.clientId);
   });
 
   it('issues no refresh token when offline_access is not granted', async () => {
@@ -53,7 +59,7 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
     const first = await signIn(server, config, user, 'openid profile offline_access');
     const refreshed = await oidc.refreshTokenGrant(config, first.refresh_token!);
     assert.notEqual(refreshed.access_token, first.access_token);
-    assert.match(refreshed.refresh_token ?? '', /^[A-Za-z0-9_-]{43}$/);
+    assert.match(refreshed.refresh_token ?? '', /^[0-9a-z]{9}[A-Za-z0-9_-]{43}$/);
     assert.notEqual(refreshed.refresh_token, first.refresh_token);
     assert.equal(refreshed.scope, 'openid profile offline_access');
     const before = first.claims()!;

@@ -3,7 +3,7 @@ import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify, typ
 import type { SignInFacts } from '../core/auth-methods.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Lifetimes, SigningAlgorithm } from '../config/index.ts';
-import { hashSecret, randomToken } from '../core/crypto.ts';
+import { newTimedSecret, timedSecretKey } from '../core/timed-secret.ts';
 import { OAuthError } from '../core/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, ID_JAG_TYP, TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_ID_JAG } from '../core/protocol.ts';
 import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, ResourceRecord, Store, UserRecord } from '../store/types.ts';
@@ -504,9 +504,11 @@ export class TokenIssuer {
     // A remembered grant lives on across sign-ins: its lifetime runs from the last approval.
     const expiresAt = Math.min((grant.renewedAt ?? grant.createdAt) + lifetime * 1000, now + this.#lifetimes.refreshTokenIdle * 1000);
     if (expiresAt <= now) return undefined;
-    const token = randomToken(32);
+    // Made with the time in front and stored under that time and its hash, so that each
+    // rotation adds its key at the end of the index (core/timed-secret.ts).
+    const token = newTimedSecret(now);
     const record: RefreshTokenRecord = {
-      hash: hashSecret(token),
+      hash: timedSecretKey(token),
       grantId: grant.id,
       clientId: issuance.client.id,
       userId: issuance.user.id,

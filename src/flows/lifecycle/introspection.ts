@@ -1,7 +1,7 @@
 /**
  * RFC 7662 (OAuth 2.0 Token Introspection) §2.1-2.2.
  */
-import { hashSecret } from '../../core/crypto.ts';
+import { timedSecretKey } from '../../core/timed-secret.ts';
 import type { ClientRecord, ResourceRecord } from '../../store/types.ts';
 import type { Actor } from '../../tokens/issue.ts';
 import type { FlowDeps } from '../types.ts';
@@ -71,7 +71,7 @@ export async function introspectToken(deps: FlowDeps, caller: Introspector, toke
   if (!('client' in caller)) return INACTIVE;
   const { client } = caller;
   const now = deps.clock.now();
-  const refresh = await deps.store.refreshTokens.find(hashSecret(token));
+  const refresh = await deps.store.refreshTokens.find(timedSecretKey(token));
   // A rotated refresh token is spent: its successor is the live one.
   if (!refresh || refresh.clientId !== client.id || refresh.rotatedAt !== null || refresh.expiresAt <= now) return INACTIVE;
   const [grant, user] = await Promise.all([deps.store.grants.get(refresh.grantId), deps.store.users.get(refresh.userId)]);

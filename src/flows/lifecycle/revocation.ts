@@ -1,7 +1,7 @@
 /**
  * RFC 7009 (OAuth 2.0 Token Revocation) §2.1-2.2, for refresh tokens and access tokens.
  */
-import { hashSecret } from '../../core/crypto.ts';
+import { timedSecretKey } from '../../core/timed-secret.ts';
 import type { ClientRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
@@ -32,7 +32,7 @@ export async function revokeToken(deps: FlowDeps, client: ClientRecord, token: s
     }
     return;
   }
-  const refresh = await deps.store.refreshTokens.find(hashSecret(token));
+  const refresh = await deps.store.refreshTokens.find(timedSecretKey(token));
   // RFC 7009 §2.1: for a refresh token the server "SHOULD also invalidate all access tokens
   // based on the same authorization grant": revoking the grant ends them all.
   if (refresh && refresh.clientId === client.id) {

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
+import { timedSecretKey } from '../../core/timed-secret.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { refreshTokenGrant } from './token.ts';
@@ -76,6 +77,19 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
     // §6: the new refresh token keeps the scope granted, not the narrowed one.
     const again = await refresh(app, { refresh_token: narrowed.refresh_token!, scope: 'openid profile' });
     assert.equal(again.scope, 'openid profile');
+  });
+
+  it('rotates into tokens that begin with the time they were made, stored under that time and their hash, later ones after; a token of the earlier form still rotates', async () => {
+    const { token } = await granted();
+    assert.match(token, /^[A-Za-z0-9_-]{43}$/, 'the earlier form, stored under its bare hash');
+    const first = (await refresh(app, { refresh_token: token })).refresh_token!;
+    assert.match(first, /^[0-9a-z]{9}[A-Za-z0-9_-]{43}$/);
+    assert.equal(Number.parseInt(first.slice(0, 9), 36), world.clock.now());
+    world.clock.advance(1000);
+    const second = (await refresh(app, { refresh_token: first })).refresh_token!;
+    assert.ok(timedSecretKey(first) < timedSecretKey(second), 'a later token sorts after an earlier one, whatever their random parts');
+    assert.equal((await world.store.refreshTokens.find(timedSecretKey(second)))?.rotatedAt, null);
+    assert.equal(await world.store.refreshTokens.find(hashSecret(second)), null, 'not under its bare hash');
   });
 
   it('refuses with the error RFC 6749 §5.2 names, and leaves the token usable when the request was wrong', async () => {

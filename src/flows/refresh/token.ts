@@ -3,7 +3,7 @@
  * (RFC 9700 §4.14.2) and the ID token rules of OIDC Core §12.2.
  */
 import { keptSignIn } from '../../core/auth-methods.ts';
-import { hashSecret } from '../../core/crypto.ts';
+import { timedSecretKey } from '../../core/timed-secret.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import { parseScope } from '../../core/scopes.ts';
@@ -52,7 +52,7 @@ export const refreshTokenGrant: TokenGrant = {
     const presented = params['refresh_token'];
     if (presented === undefined) throw new OAuthError('invalid_request', 'refresh_token is required');
     const now = deps.clock.now();
-    const hash = hashSecret(presented);
+    const hash = timedSecretKey(presented);
 
     const found = await deps.store.refreshTokens.find(hash);
     // RFC 6749 §6: the server MUST "ensure that the refresh token was issued to the

@@ -24,6 +24,7 @@ const SCENARIOS = [
   'device_authorization',
   'device_poll',
   'code_exchange',
+  'refresh',
   'client_credentials',
   'device_poll_scale',
   'dpop',
@@ -60,7 +61,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --no-postgres         skip PostgreSQL even where one answers
   --scale N             the larger outstanding-code count of device_poll_scale (default 1000000)
   --device-interval S   the poll interval Tessera is started with and the bench keeps to (default 0)
-  --batch N             authorization codes minted, then exchanged, per timed batch (default 200)
+  --batch N             authorization codes (refresh: refresh tokens) minted, then used once,
+                        per timed batch (default 200)
   --flood-addresses N   sign_in_flood: addresses the wrong-password posts come from (default 6)
   --flood-in-flight N   sign_in_flood: posts each address keeps in flight (default 4);
                         events_flood: admin API changes kept in flight
@@ -586,6 +588,35 @@ function prepareCodeExchange(settings: Settings, target: Target, scenario = 'cod
   return { scenario, target, run };
 }
 
+/**
+ * `refresh`: refresh tokens minted in batches (untimed), each refreshed once (timed) until the
+ * run's time is used. A refresh rotates its token (Tessera always, the peer as configured for
+ * the bench) and signs an access token and an RS256 ID token (openid is in the scope).
+ */
+function prepareRefresh(settings: Settings, target: Target): Prepared {
+  const run = async (seconds: number): Promise<Sample> => {
+    const batches: Sample[] = [];
+    let elapsed = 0;
+    do {
+      const bodies = (await target.mintRefreshTokens(settings.batch)).map((token) => `grant_type=refresh_token&refresh_token=${encodeURIComponent(token)}`);
+      let next = 0;
+      const sample = await load({
+        url: target.origins,
+        connections: Math.min(settings.connections, settings.batch),
+        amount: settings.batch,
+        next: () => post(target.tokenPath, target.authorization, bodies[next++ % bodies.length]!),
+        classify: (status, body): Verdict => (status === 200 && body.includes('"refresh_token"') && body.includes('"id_token"') ? 'ok' : 'unexpected'),
+        serverPid: target.pids,
+        database: target.database,
+      });
+      batches.push(sample);
+      elapsed += sample.seconds;
+    } while (elapsed < seconds);
+    return combine(batches);
+  };
+  return { scenario: 'refresh', target, run };
+}
+
 /** Tessera on SQLite with 1,000 and with `--scale` outstanding device codes, the same pool polled in each. */
 async function scaleTargets(settings: Settings, options: StartOptions, targets: Target[]): Promise<Prepared[]> {
   const prepared: Prepared[] = [];
@@ -972,7 +1003,9 @@ async function main(): Promise<void> {
                   ? await prepareDevicePoll(settings, target)
                   : scenario === 'client_credentials'
                     ? prepareClientCredentials(settings, target)
-                    : prepareCodeExchange(settings, target),
+                    : scenario === 'refresh'
+                      ? prepareRefresh(settings, target)
+                      : prepareCodeExchange(settings, target),
             );
           }
         }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { hashPassword } from '../src/core/password.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
 
@@ -54,6 +54,8 @@ export interface Target {
   readonly authorization: string;
   readonly redirectUri: string;
   mintCodes(count: number): Promise<MintedCode[]>;
+  /** Refresh tokens of `count` approvals of openid, profile and offline_access, each to be refreshed once. */
+  mintRefreshTokens(count: number): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -247,8 +249,8 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     name: 'Bench',
     secretHash: hashSecret(clientSecret),
     redirectUris: [REDIRECT_URI],
-    scopes: ['openid', 'profile', 'email', BENCH_API.scope],
-    grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_CLIENT_CREDENTIALS],
+    scopes: ['openid', 'profile', 'email', 'offline_access', BENCH_API.scope],
+    grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_REFRESH_TOKEN],
     webOrigins: [],
     requireDpop: false,
     requirePar: false,
@@ -403,6 +405,48 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
       });
       return minted;
     },
+    async mintRefreshTokens(count) {
+      const minted: string[] = [];
+      const authTime = Date.now();
+      const scope = ['openid', 'profile', 'offline_access'];
+      // One transaction a batch, as codes are minted. Each token is of the earlier form (43
+      // characters, stored under its bare hash), which every version finds, so that --against
+      // an older checkout refreshes the same tokens; what the refresh writes is the served
+      // checkout's own.
+      await store.transaction(async (tx) => {
+        for (let i = 0; i < count; i += 1) {
+          const grantId = randomUUID();
+          await tx.grants.create({
+            id: grantId,
+            userId,
+            clientId,
+            scope,
+            kind: GRANT_AUTHORIZATION_CODE,
+            authTime,
+            createdAt: authTime,
+            revokedAt: null,
+            device: null,
+          });
+          const token = randomToken(32);
+          await tx.refreshTokens.create({
+            hash: hashSecret(token),
+            grantId,
+            clientId,
+            userId,
+            scope,
+            authTime,
+            sid: null,
+            createdAt: authTime,
+            expiresAt: authTime + 86_400_000,
+            rotatedAt: null,
+            dpopJkt: null,
+            idTokenClaims: [],
+          });
+          minted.push(token);
+        }
+      });
+      return minted;
+    },
     async close() {
       for (const each of children) await stopServer(each);
       await store.close();
@@ -436,14 +480,22 @@ export async function startPeer(options: StartOptions): Promise<Target> {
   );
   const metadata = await discover(origin);
   let next = 0;
-  const pending = new Map<number, { resolve: (codes: MintedCode[]) => void; reject: (error: Error) => void }>();
-  child.on('message', (message: { id?: number; codes?: MintedCode[]; error?: string }) => {
+  const pending = new Map<number, { resolve: (minted: unknown[]) => void; reject: (error: Error) => void }>();
+  child.on('message', (message: { id?: number; minted?: unknown[]; error?: string }) => {
     const waiter = message.id === undefined ? undefined : pending.get(message.id);
     if (!waiter) return;
     pending.delete(message.id!);
-    if (message.codes) waiter.resolve(message.codes);
-    else waiter.reject(new Error(`oidc-provider could not mint codes: ${message.error}`));
+    if (message.minted) waiter.resolve(message.minted);
+    else waiter.reject(new Error(`oidc-provider could not mint: ${message.error}`));
   });
+  /** Asks the peer to mint `count` of a kind with its own models (bench/peer/oidc-provider.js). */
+  const mint = <T>(type: 'mint-codes' | 'mint-refresh-tokens', count: number): Promise<T[]> => {
+    const id = next++;
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve: resolve as (minted: unknown[]) => void, reject });
+      child.send({ type, id, count });
+    });
+  };
   return {
     label: 'oidc-provider',
     origin,
@@ -456,13 +508,8 @@ export async function startPeer(options: StartOptions): Promise<Target> {
     supportsDevicePolling: true,
     authorization: basic(clientId, clientSecret),
     redirectUri: REDIRECT_URI,
-    mintCodes(count) {
-      const id = next++;
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        child.send({ type: 'mint-codes', id, count });
-      });
-    },
+    mintCodes: (count) => mint<MintedCode>('mint-codes', count),
+    mintRefreshTokens: (count) => mint<string>('mint-refresh-tokens', count),
     async close() {
       await stopServer(child);
     },

@@ -70,10 +70,12 @@ function cleanRow(rows: readonly BenchRow[], scenario: string, target: string, w
 }
 
 describe('npm run bench (smoke)', () => {
-  it('runs code_exchange and client_credentials once: rows with no errors and no unexpected answers, the RS256 floor, and the docs table with its commit', async () => {
+  it('runs code_exchange, refresh and client_credentials once: rows with no errors and no unexpected answers, the RS256 floor, and the docs table with its commit', async () => {
     const { stdout, rows } = await runBench([
       '--scenario',
       'code_exchange',
+      '--scenario',
+      'refresh',
       '--scenario',
       'client_credentials',
       '--no-postgres',
@@ -85,6 +87,7 @@ describe('npm run bench (smoke)', () => {
     assert.match(stdout, /req\/s\s+p50 ms\s+p99 ms\s+errors\s+unexpected/);
     for (const [scenario, what] of [
       ['code_exchange', 'every exchange answered 200 with an ID token'],
+      ['refresh', 'every refresh answered 200 with a new refresh token and an ID token'],
       ['client_credentials', 'every request answered 200 with an access token'],
     ] as const) {
       cleanRow(rows, scenario, 'tessera/sqlite', what);

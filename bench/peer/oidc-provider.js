@@ -4,7 +4,8 @@
  * with client_secret_basic, PKCE required (S256), the device flow feature on, RS256 ID
  * tokens (its default), and its default in-memory adapter. For the client_credentials
  * scenario, one API (resource indicators, its documented way to issue JWT access tokens for
- * an API) with one scope, its access tokens RS256 JWTs as Tessera's are for an API. Started
+ * an API) with one scope, its access tokens RS256 JWTs as Tessera's are for an API. For the
+ * refresh scenario, refresh tokens rotated at every use, as Tessera rotates them. Started
  * by bench/run.ts with PORT, BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_REDIRECT_URI,
  * BENCH_API and BENCH_API_SCOPE in the environment.
  *
@@ -33,7 +34,7 @@ const provider = new Provider(issuer, {
       client_name: 'Bench',
       redirect_uris: [redirectUri],
       response_types: ['code'],
-      grant_types: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'client_credentials'],
+      grant_types: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'client_credentials', 'refresh_token'],
       token_endpoint_auth_method: 'client_secret_basic',
       id_token_signed_response_alg: 'RS256',
     },
@@ -42,6 +43,9 @@ const provider = new Provider(issuer, {
   // A fixed cookie key, as production deployments must set one.
   cookies: { keys: [randomBytes(32).toString('base64url')] },
   pkce: { required: () => true },
+  // Every refresh rotates its token, as Tessera's always do (RFC 9700 §4.14.2). Its default
+  // rotates a confidential client's only past 70% of the token's life: less work a refresh.
+  rotateRefreshToken: () => true,
   features: {
     deviceFlow: { enabled: true },
     clientCredentials: { enabled: true },
@@ -94,10 +98,36 @@ async function mintCodes(count) {
   return codes;
 }
 
+/** Mints refresh tokens as a code exchange with offline_access would: a grant, then the token. */
+async function mintRefreshTokens(count) {
+  const tokens = [];
+  const authTime = Math.floor(Date.now() / 1000);
+  const client = await provider.Client.find(clientId);
+  for (let i = 0; i < count; i += 1) {
+    const grant = new provider.Grant({ accountId: `user-${i}`, clientId });
+    grant.addOIDCScope('openid profile offline_access');
+    const grantId = await grant.save();
+    tokens.push(
+      await new provider.RefreshToken({
+        accountId: `user-${i}`,
+        client,
+        grantId,
+        gty: 'authorization_code',
+        scope: 'openid profile offline_access',
+        authTime,
+      }).save(),
+    );
+  }
+  return tokens;
+}
+
+const MINT = { 'mint-codes': mintCodes, 'mint-refresh-tokens': mintRefreshTokens };
+
 process.on('message', (message) => {
-  if (message?.type !== 'mint-codes') return;
-  mintCodes(message.count).then(
-    (codes) => process.send({ id: message.id, codes }),
+  const mint = MINT[message?.type];
+  if (!mint) return;
+  mint(message.count).then(
+    (minted) => process.send({ id: message.id, minted }),
     (error) => process.send({ id: message.id, error: String(error?.stack ?? error) }),
   );
 });

@@ -3,6 +3,7 @@
  */
 
 import type { AuthMethod } from '../core/auth-methods.ts';
+import type { AuditEvent } from '../core/events.ts';
 
 /**
  * A refresh token (RFC 6749 §1.5, §6), stored by its hash. Each use exchanges it for a
@@ -62,6 +63,15 @@ export interface RefreshTokenRecord {
   readonly acr?: string;
 }
 
+/** What a refresh writes with its token's rotation (`RefreshTokenStore.rotateWith`). */
+export interface RotationWrites {
+  /** The grant's `activeUntil` (`GrantStore.recordUse`; a revoked grant records nothing). */
+  readonly activeUntil: number;
+  /** The next refresh token, when the client is given one. */
+  readonly refreshToken?: RefreshTokenRecord;
+  readonly event?: AuditEvent;
+}
+
 export interface RefreshTokenStore {
   create(token: RefreshTokenRecord): Promise<void>;
   /**
@@ -70,6 +80,13 @@ export interface RefreshTokenStore {
    * grant is not revoked; otherwise nothing changes and null is returned.
    */
   rotate(hash: string, clientId: string, now: number): Promise<RefreshTokenRecord | null>;
+  /**
+   * Rotates a token as `rotate` does and, only when this caller rotated it, makes the writes
+   * that follow (the next refresh token, the grant's use, the event) with it, all or none: on
+   * SQLite one write of the turn's group commit, in a savepoint; on PostgreSQL one
+   * transaction. A refresh then commits once, as a code exchange does (`AuthorizationCodeStore.redeem`).
+   */
+  rotateWith(hash: string, clientId: string, now: number, writes: RotationWrites): Promise<RefreshTokenRecord | null>;
   /** The record whatever its state, to tell reuse from expiry or revocation. */
   find(hash: string): Promise<RefreshTokenRecord | null>;
 }

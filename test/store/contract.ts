@@ -1603,6 +1603,75 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.refreshTokens.find(token.hash), winners[0]);
       });
 
+      let rotations = 0;
+      const rotatedEvent = (token: RefreshTokenRecord): AuditEvent => ({
+        id: `01900000-0000-7000-9000-${String(++rotations).padStart(12, '0')}`,
+        type: 'refresh.rotated',
+        at: T0 + SECOND,
+        userId: token.userId,
+        username: 'ada',
+        clientId: token.clientId,
+        grantId: token.grantId,
+        ip: '192.0.2.1',
+        userAgent: 'test',
+        detail: {},
+      });
+      const nextOf = (token: RefreshTokenRecord): RefreshTokenRecord => ({ ...token, hash: unique('refresh-hash'), createdAt: T0 + SECOND });
+
+      it('rotates a token once with the next token, the grant use and the event written together; the second call writes nothing', async () => {
+        const token = await givenRefreshToken();
+        const next = nextOf(token);
+        const event = rotatedEvent(token);
+        assert.deepEqual(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + HOUR, refreshToken: next, event }), {
+          ...token,
+          rotatedAt: T0 + SECOND,
+        });
+        assert.deepEqual(await store.refreshTokens.find(next.hash), next);
+        const grant = await store.grants.get(token.grantId);
+        assert.deepEqual([grant?.lastUsedAt, grant?.activeUntil], [T0 + SECOND, T0 + HOUR]);
+        assert.deepEqual(
+          (await store.events.list({ clientId: token.clientId, limit: 10 })).map((stored) => stored.id),
+          [event.id],
+        );
+        const again = { activeUntil: T0 + 2 * HOUR, refreshToken: nextOf(token), event: rotatedEvent(token) };
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + 2 * SECOND, again), null);
+        assert.equal(await store.refreshTokens.find(again.refreshToken.hash), null);
+        assert.equal((await store.grants.get(token.grantId))?.activeUntil, T0 + HOUR);
+        assert.equal((await store.events.list({ clientId: token.clientId, limit: 10 })).length, 1);
+      });
+
+      it('writes nothing for a token another client presents, or one whose grant is revoked', async () => {
+        const token = await givenRefreshToken();
+        const other = await givenClient();
+        const writes = { activeUntil: T0 + HOUR, refreshToken: nextOf(token), event: rotatedEvent(token) };
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, other.id, T0 + SECOND, writes), null);
+        await store.grants.revoke(token.grantId, T0);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, writes), null);
+        assert.deepEqual(await store.refreshTokens.find(token.hash), token);
+        assert.equal(await store.refreshTokens.find(writes.refreshToken.hash), null);
+        assert.deepEqual(await store.events.list({ clientId: token.clientId, limit: 10 }), []);
+      });
+
+      it('leaves the token unrotated when a write that follows fails', async () => {
+        const token = await givenRefreshToken();
+        const taken = await givenRefreshToken();
+        const writes = { activeUntil: T0 + HOUR, refreshToken: { ...nextOf(token), hash: taken.hash }, event: rotatedEvent(token) };
+        await assert.rejects(store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, writes), DuplicateError);
+        assert.deepEqual(await store.refreshTokens.find(token.hash), token);
+        assert.deepEqual(await store.events.list({ clientId: token.clientId, limit: 10 }), []);
+        assert.ok(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + HOUR }));
+      });
+
+      it('rotates a token with its writes for exactly one of 20 concurrent callers, whose next token alone is stored', async () => {
+        const token = await givenRefreshToken();
+        const calls = Array.from({ length: 20 }, (_, i) => ({ activeUntil: T0 + HOUR, refreshToken: nextOf(token), event: rotatedEvent(token), at: T0 + i }));
+        const results = await Promise.all(calls.map((call) => store.refreshTokens.rotateWith(token.hash, token.clientId, call.at, call)));
+        assert.equal(results.filter((result) => result !== null).length, 1);
+        const stored = await Promise.all(calls.map((call) => store.refreshTokens.find(call.refreshToken.hash)));
+        assert.equal(stored.filter((found) => found !== null).length, 1);
+        assert.equal((await store.events.list({ clientId: token.clientId, limit: 30 })).length, 1);
+      });
+
       it('removes refresh tokens with the client their grant belongs to', async () => {
         const token = await givenRefreshToken();
         await store.clients.remove(token.clientId);

@@ -81,33 +81,45 @@ export const refreshTokenGrant: TokenGrant = {
       requestedScope(params['scope'], found.scope),
     );
 
-    // Exactly one caller rotates the token; everyone else finds it rotated, which is reuse.
-    const rotated = await deps.store.refreshTokens.rotate(hash, client.id, now);
-    if (!rotated) throw await refusal(deps, (await deps.store.refreshTokens.find(hash)) ?? found, now);
-
-    const user = await deps.store.users.get(rotated.userId);
+    // The account is checked before the rotation: a person disabled since keeps their token
+    // unspent (it is dead anyway while they are disabled) and gets no tokens.
+    const user = await deps.store.users.get(found.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // OIDC Core §12.2: a refreshed ID token keeps `sub`, `auth_time` and `sid`, says what the
     // original said of the sign-in (`amr`, `acr`), carries the claims the original request
     // asked for (§5.5, as released now: those of the scope it is refreshed for and those
     // approved by name, the profile as it is), and no nonce. The access token keeps the
-    // claims asked for by name in UserInfo.
-    const response = await deps.tokens.issue({
+    // claims asked for by name in UserInfo. A token's own facts never change: they are read
+    // from the record found.
+    const issuance = {
       client,
       user,
       ...target,
-      grantId: rotated.grantId,
-      authTime: rotated.authTime,
-      sid: rotated.sid,
-      refreshScope: rotated.scope,
+      grantId: found.grantId,
+      authTime: found.authTime,
+      sid: found.sid,
+      refreshScope: found.scope,
       dpopJkt: proof?.jkt ?? null,
-      idTokenClaims: rotated.idTokenClaims,
-      claimsLocales: rotated.claimsLocales ?? [],
-      userinfoClaims: rotated.userinfoClaims ?? [],
-      claimsScope: rotated.claimsScope ?? [],
-      signIn: keptSignIn(rotated),
+      idTokenClaims: found.idTokenClaims,
+      claimsLocales: found.claimsLocales ?? [],
+      userinfoClaims: found.userinfoClaims ?? [],
+      claimsScope: found.claimsScope ?? [],
+      signIn: keptSignIn(found),
+    };
+    const plan = deps.tokens.plan(issuance, grant);
+    const event = deps.events.make({ type: 'refresh.rotated', userId: user.id, username: user.username, clientId: client.id, grantId: found.grantId });
+    // Exactly one caller rotates the token (everyone else finds it rotated, which is reuse),
+    // and with the rotation, in the same write, the next refresh token, the grant's use and
+    // the event: a refresh commits once, as a code exchange does. The tokens are signed once
+    // it has committed.
+    const rotated = await deps.store.refreshTokens.rotateWith(hash, client.id, now, {
+      activeUntil: plan.activeUntil,
+      ...(plan.refresh === undefined ? {} : { refreshToken: plan.refresh.record }),
+      event,
     });
-    await deps.events.emit({ type: 'refresh.rotated', userId: user.id, username: user.username, clientId: client.id, grantId: rotated.grantId });
+    if (!rotated) throw await refusal(deps, (await deps.store.refreshTokens.find(hash)) ?? found, now);
+    const response = await deps.tokens.sign(issuance, plan);
+    deps.events.publish(event);
     return response;
   },
 };

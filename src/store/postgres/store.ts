@@ -704,6 +704,33 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     absent: undefined,
     retryAlone: failedByOneCall,
   });
+  // Work that must stand or fall together, on one connection of the pool.
+  const transaction: Store['transaction'] = async (work) => {
+    const client = await pool.connect().catch((error: unknown) => {
+      throw storeError(error);
+    });
+    const control = (text: string) => {
+      const config: TimedQuery = { text, query_timeout: answerTimeoutMs };
+      return client.query(config);
+    };
+    try {
+      await control('BEGIN');
+      const result = await work(sqlStores(postgresDialect, runner(client)));
+      await control('COMMIT');
+      client.release();
+      return result;
+    } catch (error) {
+      try {
+        await control('ROLLBACK');
+        client.release();
+      } catch {
+        // A connection whose transaction may still be open never goes back to the pool.
+        client.release(true);
+      }
+      throw storeError(error);
+    }
+  };
+
   const jsonRow = (value: unknown): Row | null => (value === null || value === undefined ? null : (value as Row));
 
   return {
@@ -714,6 +741,11 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
       ...stores.grants,
       get: async (id) => ((row) => (row === undefined ? null : grantFromRow(row, read)))(await grants.run(id)),
       recordUse: (id, now, activeUntil) => grantUses.run({ id, now, activeUntil }),
+    },
+    // A refresh token's rotation and the writes that follow it, in one transaction: all or none.
+    refreshTokens: {
+      ...stores.refreshTokens,
+      rotateWith: (hash, clientId, now, writes) => transaction((tx) => tx.refreshTokens.rotateWith(hash, clientId, now, writes)),
     },
     codes: {
       ...stores.codes,
@@ -781,31 +813,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
         return row === undefined ? null : { outcome: pollOutcomeFromRow(row), record: deviceFromRow(row, postgresDialect.read) };
       },
     },
-    async transaction(work) {
-      const client = await pool.connect().catch((error: unknown) => {
-        throw storeError(error);
-      });
-      const control = (text: string) => {
-        const config: TimedQuery = { text, query_timeout: answerTimeoutMs };
-        return client.query(config);
-      };
-      try {
-        await control('BEGIN');
-        const result = await work(sqlStores(postgresDialect, runner(client)));
-        await control('COMMIT');
-        client.release();
-        return result;
-      } catch (error) {
-        try {
-          await control('ROLLBACK');
-          client.release();
-        } catch {
-          // A connection whose transaction may still be open never goes back to the pool.
-          client.release(true);
-        }
-        throw storeError(error);
-      }
-    },
+    transaction,
     purgeExpired: (before, cutoffs) => purgeExpired(runPool, before, cutoffs),
     async close() {
       await stopListening();

@@ -3,12 +3,9 @@
  */
 
 import { authMethodsOrNull, type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
-import type { AuthorizationCodeRecord, RedemptionWrites, Stores } from '../types.ts';
-import { type Dialect, type Params, queries, type Runner } from './dialect.ts';
-import { eventParams, type eventsStatements } from './events.ts';
-import type { grantsStatements } from './grants.ts';
-import type { sessionsStatements } from './sessions.ts';
-import { refreshTokenParams, type tokensStatements } from './tokens.ts';
+import type { AuthorizationCodeRecord, Stores } from '../types.ts';
+import { type Dialect, queries, type Runner } from './dialect.ts';
+import { type FollowUpStatement, followUpWrites } from './tokens.ts';
 
 export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeRecord {
   const claimsLocales = read.strings(row, 'claims_locales');
@@ -38,26 +35,6 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
     ...(userinfoClaims.length === 0 ? {} : { userinfoClaims }),
     ...(claimsScope.length === 0 ? {} : { claimsScope }),
   };
-}
-
-/** The statements of the other stores that a redemption runs, named as their modules name them. */
-type RedemptionStatement =
-  | keyof ReturnType<typeof grantsStatements>
-  | keyof ReturnType<typeof tokensStatements>
-  | keyof ReturnType<typeof sessionsStatements>
-  | keyof ReturnType<typeof eventsStatements>;
-
-/**
- * The statements that follow a code's redemption (`AuthorizationCodeStore.redeem`), each
- * with its parameters: the grant's use, the refresh token, the session's client, the event.
- */
-export function redemptionWrites(d: Dialect, code: AuthorizationCodeRecord, now: number, writes: RedemptionWrites): [RedemptionStatement, Params][] {
-  const steps: [RedemptionStatement, Params][] = [['recordGrantUse', { id: code.grantId, now, activeUntil: writes.activeUntil }]];
-  if (writes.refreshToken) steps.push(['insertRefreshToken', refreshTokenParams(d, writes.refreshToken)]);
-  if (writes.sessionClient)
-    steps.push(['addSessionClient', { sid: writes.sessionClient.sid, clientId: code.clientId, expiresAt: writes.sessionClient.expiresAt }]);
-  if (writes.event) steps.push(['insertEvent', eventParams(writes.event)]);
-  return steps;
 }
 
 /** The statements, by name, in `d`'s SQL. */
@@ -91,7 +68,7 @@ export function codesStatements(d: Dialect) {
  */
 export function codesStores(
   d: Dialect,
-  q: Runner<keyof ReturnType<typeof codesStatements> | RedemptionStatement>,
+  q: Runner<keyof ReturnType<typeof codesStatements> | FollowUpStatement>,
   others: Pick<Stores, 'grants' | 'users'>,
 ): Pick<Stores, 'codes'> {
   const { read, list } = d;
@@ -122,7 +99,7 @@ export function codesStores(
       async redeem(hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) {
         const redeemed = await first('consumeCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, code);
         if (redeemed === null) return null;
-        for (const [name, params] of redemptionWrites(d, redeemed, now, writes)) await q.changed(name, params);
+        for (const [name, params] of followUpWrites(d, redeemed, now, writes)) await q.changed(name, params);
         return redeemed;
       },
     },

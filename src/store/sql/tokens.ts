@@ -3,8 +3,11 @@
  */
 
 import { authMethodsOrNull, type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
-import type { RefreshTokenRecord, Stores } from '../types.ts';
+import type { RedemptionWrites, RefreshTokenRecord, Stores } from '../types.ts';
 import { type Dialect, type Params, queries, type Runner } from './dialect.ts';
+import { eventParams, type eventsStatements } from './events.ts';
+import type { grantsStatements } from './grants.ts';
+import type { sessionsStatements } from './sessions.ts';
 
 export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenRecord {
   const claimsLocales = read.strings(row, 'claims_locales');
@@ -73,7 +76,39 @@ export function refreshTokenParams(d: Dialect, token: RefreshTokenRecord): Param
   };
 }
 
-export function tokensStores(d: Dialect, q: Runner<keyof ReturnType<typeof tokensStatements>>): Pick<Stores, 'refreshTokens' | 'accessTokens'> {
+/** The statements of the stores that a code's redemption or a refresh token's rotation runs after it, named as their modules name them. */
+export type FollowUpStatement =
+  | keyof ReturnType<typeof grantsStatements>
+  | keyof ReturnType<typeof tokensStatements>
+  | keyof ReturnType<typeof sessionsStatements>
+  | keyof ReturnType<typeof eventsStatements>;
+
+/**
+ * The statements that follow a code's redemption (`AuthorizationCodeStore.redeem`) or a
+ * refresh token's rotation (`RefreshTokenStore.rotateWith`), each with its parameters: the
+ * grant's use, the next refresh token, the session's client, the event.
+ */
+export function followUpWrites(
+  d: Dialect,
+  redeemed: { readonly grantId: string; readonly clientId: string },
+  now: number,
+  writes: RedemptionWrites,
+): [FollowUpStatement, Params][] {
+  const steps: [FollowUpStatement, Params][] = [['recordGrantUse', { id: redeemed.grantId, now, activeUntil: writes.activeUntil }]];
+  if (writes.refreshToken) steps.push(['insertRefreshToken', refreshTokenParams(d, writes.refreshToken)]);
+  if (writes.sessionClient)
+    steps.push(['addSessionClient', { sid: writes.sessionClient.sid, clientId: redeemed.clientId, expiresAt: writes.sessionClient.expiresAt }]);
+  if (writes.event) steps.push(['insertEvent', eventParams(writes.event)]);
+  return steps;
+}
+
+/**
+ * The refresh and access token stores over `q`. `rotateWith` here is its statements one after
+ * another, atomic as it promises only inside a transaction, which is where this form of it
+ * runs: each store gives its own at the top level (SQLite one write of the group commit,
+ * PostgreSQL a transaction).
+ */
+export function tokensStores(d: Dialect, q: Runner<FollowUpStatement>): Pick<Stores, 'refreshTokens' | 'accessTokens'> {
   const { read } = d;
   const { first, write } = queries(q);
   const refreshToken = (row: Row) => refreshTokenFromRow(row, read);
@@ -81,6 +116,12 @@ export function tokensStores(d: Dialect, q: Runner<keyof ReturnType<typeof token
     refreshTokens: {
       create: (token) => write('insertRefreshToken', refreshTokenParams(d, token)),
       rotate: (hash, clientId, now) => first('rotateRefreshToken', { hash, clientId, now }, refreshToken),
+      async rotateWith(hash, clientId, now, writes) {
+        const rotated = await first('rotateRefreshToken', { hash, clientId, now }, refreshToken);
+        if (rotated === null) return null;
+        for (const [name, params] of followUpWrites(d, rotated, now, writes)) await q.changed(name, params);
+        return rotated;
+      },
       find: (hash) => first('getRefreshToken', { hash }, refreshToken),
     },
 

@@ -20,6 +20,8 @@ export type WriteRequest =
   | { readonly op: 'one' | 'all' | 'changed'; readonly name: StatementName; readonly params: Params }
   /** A code's redemption and the writes that follow it, as the store's `codes.redeem` takes them. */
   | { readonly op: 'redeem'; readonly args: readonly unknown[] }
+  /** A refresh token's rotation and the writes that follow it, as the store's `refreshTokens.rotateWith` takes them. */
+  | { readonly op: 'rotateWith'; readonly args: readonly unknown[] }
   /** Opens a transaction for this thread: answered with its number once the writer holds it open. */
   | { readonly op: 'begin' }
   /** A statement of the open transaction `tx` (a read too: it must see the transaction's writes). */

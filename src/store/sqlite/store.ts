@@ -9,7 +9,8 @@ import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type { MessagePort } from 'node:worker_threads';
 import { CorruptRowError, integer, jsonObject, stringList, text } from '../rows.ts';
-import { codeFromRow, redemptionWrites } from '../sql/codes.ts';
+import { codeFromRow } from '../sql/codes.ts';
+import { followUpWrites, refreshTokenFromRow } from '../sql/tokens.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
@@ -88,7 +89,7 @@ export interface SqliteWriter {
 }
 
 export function openSqliteWriter(path: string): SqliteWriter {
-  const { store, outside, inside, redeem } = openMigrated(path);
+  const { store, outside, inside, redeem, rotateWith } = openMigrated(path);
   let transactions = 0;
   const accept = (port: MessagePort): (() => void) => {
     /** This thread's open transaction: how it ends, and its outcome once it has. */
@@ -101,6 +102,8 @@ export function openSqliteWriter(path: string): SqliteWriter {
           return outside[request.op](request.name, request.params);
         case 'redeem':
           return redeem(...(request.args as Parameters<typeof redeem>));
+        case 'rotateWith':
+          return rotateWith(...(request.args as Parameters<typeof rotateWith>));
         case 'tx': {
           if (!open.has(request.tx)) return Promise.reject(new Error('a transaction handle was used after its transaction ended'));
           return request.method === 'select'
@@ -251,6 +254,7 @@ interface SqliteParts {
   readonly outside: Runner<StatementName>;
   readonly inside: Runner<StatementName>;
   readonly redeem: Store['codes']['redeem'];
+  readonly rotateWith: Store['refreshTokens']['rotateWith'];
 }
 
 function sqliteStore(db: DatabaseSync): SqliteParts {
@@ -282,25 +286,22 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
   })();
   const tx = sqlStores(sqliteDialect, inside);
   const stores = sqlStores(sqliteDialect, outside);
-  // A code's redemption and the writes that follow it are one write of the round's group
-  // commit: run one after another in a savepoint, so that they stand or fall together,
-  // and answered once the round has committed.
+  // A code's redemption, or a refresh token's rotation, and the writes that follow it are one
+  // write of the round's group commit: run one after another in a savepoint, so that they
+  // stand or fall together, and answered once the round has committed.
   const savepoint = db.prepare('SAVEPOINT tessera_redeem');
   const release = db.prepare('RELEASE tessera_redeem');
   const rollback = db.prepare('ROLLBACK TO tessera_redeem');
-  const redeem: Store['codes']['redeem'] = (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) =>
+  /** `first`'s row, if its statement changed one, with `then`'s statements run after it, in one savepoint of the round's commit. */
+  const withFollowUps = <T>(first: () => T | null, then: (row: T) => readonly [StatementName, Params][]): Promise<T | null> =>
     batch.outside(() =>
       batch.write(() => {
         savepoint.run();
         try {
-          const row = execute(prepared('consumeCode'), (statement) => statement.get(bind({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })));
-          const code = row === undefined ? null : codeFromRow(row, sqliteDialect.read);
-          if (code !== null) {
-            for (const [name, params] of redemptionWrites(sqliteDialect, code, now, writes))
-              execute(prepared(name), (statement) => statement.run(bind(params)));
-          }
+          const row = first();
+          if (row !== null) for (const [name, params] of then(row)) execute(prepared(name), (statement) => statement.run(bind(params)));
           release.run();
-          return code;
+          return row;
         } catch (error) {
           // A failure that ended the whole transaction took the savepoint with it.
           if (db.isTransaction) {
@@ -311,11 +312,28 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
         }
       }),
     );
+  const redeem: Store['codes']['redeem'] = (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) =>
+    withFollowUps(
+      () => {
+        const row = execute(prepared('consumeCode'), (statement) => statement.get(bind({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })));
+        return row === undefined ? null : codeFromRow(row, sqliteDialect.read);
+      },
+      (code) => followUpWrites(sqliteDialect, code, now, writes),
+    );
+  const rotateWith: Store['refreshTokens']['rotateWith'] = (hash, clientId, now, writes) =>
+    withFollowUps(
+      () => {
+        const row = execute(prepared('rotateRefreshToken'), (statement) => statement.get(bind({ hash, clientId, now })));
+        return row === undefined ? null : refreshTokenFromRow(row, sqliteDialect.read);
+      },
+      (token) => followUpWrites(sqliteDialect, token, now, writes),
+    );
 
   const { clients, forgetClients } = keptClients(db, stores.clients);
   const store: Store = {
     ...stores,
     codes: { ...stores.codes, redeem },
+    refreshTokens: { ...stores.refreshTokens, rotateWith },
     clients,
     transaction: (work) => batch.transaction(() => work(tx)).finally(forgetClients),
     purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs).finally(forgetClients),
@@ -325,7 +343,7 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
       if (db.isOpen) db.close();
     },
   };
-  return { store, outside, inside, redeem };
+  return { store, outside, inside, redeem, rotateWith };
 }
 
 /**
@@ -431,6 +449,7 @@ function sqliteThreadStore(db: DatabaseSync, link: WriterLink): Store {
   return {
     ...stores,
     codes: { ...stores.codes, redeem: (...args) => link.call({ op: 'redeem', args }) },
+    refreshTokens: { ...stores.refreshTokens, rotateWith: (...args) => link.call({ op: 'rotateWith', args }) },
     clients,
     transaction,
     purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs).finally(forgetClients),

@@ -122,6 +122,17 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
     assert.equal(results.filter((result) => result.status === 'fulfilled').length, 1, JSON.stringify(results.map((result) => result.status)));
   });
 
+  it('leaves a disabled person’s token unspent: refused while they are disabled, usable once they are enabled again', async () => {
+    const lin = await world.addUser({ username: 'lin' });
+    const { token, grantId } = await granted(['openid', 'offline_access'], lin);
+    await world.store.users.setDisabled(lin.id, true);
+    assert.equal(await outcome(() => refresh(app, { refresh_token: token })), 'invalid_grant');
+    assert.equal((await world.store.refreshTokens.find(hashSecret(token)))?.rotatedAt, null, 'not rotated');
+    assert.equal((await world.store.grants.get(grantId))?.lastUsedAt ?? null, null, 'no use recorded');
+    await world.store.users.setDisabled(lin.id, false);
+    assert.ok((await refresh(app, { refresh_token: token })).refresh_token);
+  });
+
   it('refuses an expired token, a revoked grant and a disabled person with invalid_grant', async () => {
     const expired = await granted();
     world.clock.advance(DAY + 1);

@@ -557,26 +557,28 @@ function prepareEventsFlood(settings: Settings, target: Target, seed: EventFlood
 }
 
 /**
- * Codes minted in batches (untimed), each exchanged once (timed) until the run's time is
- * used; taken from `stock` first, where codes were minted ahead.
+ * Requests that can each be made once: a batch of bodies made (untimed) by `bodies`, then
+ * sent (timed), batch after batch until the run's time is used.
  */
-function prepareCodeExchange(settings: Settings, target: Target, scenario = 'code_exchange', stock: MintedCode[] = []): Prepared {
+function onceEach(
+  settings: Settings,
+  target: Target,
+  scenario: string,
+  bodies: () => Promise<string[]>,
+  classify: (status: number, body: string) => Verdict,
+): Prepared {
   const run = async (seconds: number): Promise<Sample> => {
     const batches: Sample[] = [];
     let elapsed = 0;
     do {
-      const codes = stock.length >= settings.batch ? stock.splice(0, settings.batch) : await target.mintCodes(settings.batch);
+      const batch = await bodies();
       let next = 0;
-      const bodies = codes.map(
-        ({ code, verifier }) =>
-          `grant_type=authorization_code&code=${encodeURIComponent(code)}&redirect_uri=${encodeURIComponent(target.redirectUri)}&code_verifier=${verifier}`,
-      );
       const sample = await load({
         url: target.origins,
         connections: Math.min(settings.connections, settings.batch),
         amount: settings.batch,
-        next: () => post(target.tokenPath, target.authorization, bodies[next++ % bodies.length]!),
-        classify: (status, body): Verdict => (status === 200 && body.includes('"id_token"') ? 'ok' : 'unexpected'),
+        next: () => post(target.tokenPath, target.authorization, batch[next++ % batch.length]!),
+        classify,
         serverPid: target.pids,
         database: target.database,
       });
@@ -589,32 +591,29 @@ function prepareCodeExchange(settings: Settings, target: Target, scenario = 'cod
 }
 
 /**
+ * Codes minted in batches (untimed), each exchanged once (timed) until the run's time is
+ * used; taken from `stock` first, where codes were minted ahead.
+ */
+function prepareCodeExchange(settings: Settings, target: Target, scenario = 'code_exchange', stock: MintedCode[] = []): Prepared {
+  const bodies = async () =>
+    (stock.length >= settings.batch ? stock.splice(0, settings.batch) : await target.mintCodes(settings.batch)).map(
+      ({ code, verifier }) =>
+        `grant_type=authorization_code&code=${encodeURIComponent(code)}&redirect_uri=${encodeURIComponent(target.redirectUri)}&code_verifier=${verifier}`,
+    );
+  return onceEach(settings, target, scenario, bodies, (status, body) => (status === 200 && body.includes('"id_token"') ? 'ok' : 'unexpected'));
+}
+
+/**
  * `refresh`: refresh tokens minted in batches (untimed), each refreshed once (timed) until the
  * run's time is used. A refresh rotates its token (Tessera always, the peer as configured for
  * the bench) and signs an access token and an RS256 ID token (openid is in the scope).
  */
 function prepareRefresh(settings: Settings, target: Target): Prepared {
-  const run = async (seconds: number): Promise<Sample> => {
-    const batches: Sample[] = [];
-    let elapsed = 0;
-    do {
-      const bodies = (await target.mintRefreshTokens(settings.batch)).map((token) => `grant_type=refresh_token&refresh_token=${encodeURIComponent(token)}`);
-      let next = 0;
-      const sample = await load({
-        url: target.origins,
-        connections: Math.min(settings.connections, settings.batch),
-        amount: settings.batch,
-        next: () => post(target.tokenPath, target.authorization, bodies[next++ % bodies.length]!),
-        classify: (status, body): Verdict => (status === 200 && body.includes('"refresh_token"') && body.includes('"id_token"') ? 'ok' : 'unexpected'),
-        serverPid: target.pids,
-        database: target.database,
-      });
-      batches.push(sample);
-      elapsed += sample.seconds;
-    } while (elapsed < seconds);
-    return combine(batches);
-  };
-  return { scenario: 'refresh', target, run };
+  const bodies = async () =>
+    (await target.mintRefreshTokens(settings.batch)).map((token) => `grant_type=refresh_token&refresh_token=${encodeURIComponent(token)}`);
+  return onceEach(settings, target, 'refresh', bodies, (status, body) =>
+    status === 200 && body.includes('"refresh_token"') && body.includes('"id_token"') ? 'ok' : 'unexpected',
+  );
 }
 
 /** Tessera on SQLite with 1,000 and with `--scale` outstanding device codes, the same pool polled in each. */

@@ -15,7 +15,7 @@ import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { hashPassword } from '../src/core/password.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
-import { newUserRecord, type Store } from '../src/store/types.ts';
+import { newUserRecord, type Store, type Stores } from '../src/store/types.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
@@ -347,6 +347,12 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   const metadata = options.baseline ? { token_endpoint: `${origin}/oauth/token`, grant_types_supported: [DEVICE_GRANT] } : await discover(origin);
   const grantTypes = Array.isArray(metadata['grant_types_supported']) ? metadata['grant_types_supported'] : [];
 
+  /** The user's approval of `scope` for the bench client, as its code exchange or device flow leaves it: its grant's id. */
+  const approved = async (tx: Stores, scope: string[], authTime: number): Promise<string> => {
+    const id = randomUUID();
+    await tx.grants.create({ id, userId, clientId, scope, kind: GRANT_AUTHORIZATION_CODE, authTime, createdAt: authTime, revokedAt: null, device: null });
+    return id;
+  };
   return {
     label,
     origin,
@@ -368,18 +374,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
       // a batch of 50 took tens of seconds beside a server busy with a sign-in flood.
       await store.transaction(async (tx) => {
         for (let i = 0; i < count; i += 1) {
-          const grantId = randomUUID();
-          await tx.grants.create({
-            id: grantId,
-            userId,
-            clientId,
-            scope: ['openid', 'profile'],
-            kind: GRANT_AUTHORIZATION_CODE,
-            authTime,
-            createdAt: authTime,
-            revokedAt: null,
-            device: null,
-          });
+          const grantId = await approved(tx, ['openid', 'profile'], authTime);
           const code = randomToken(32);
           const verifier = randomToken(32);
           await tx.codes.create({
@@ -415,18 +410,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
       // checkout's own.
       await store.transaction(async (tx) => {
         for (let i = 0; i < count; i += 1) {
-          const grantId = randomUUID();
-          await tx.grants.create({
-            id: grantId,
-            userId,
-            clientId,
-            scope,
-            kind: GRANT_AUTHORIZATION_CODE,
-            authTime,
-            createdAt: authTime,
-            revokedAt: null,
-            device: null,
-          });
+          const grantId = await approved(tx, scope, authTime);
           const token = randomToken(32);
           await tx.refreshTokens.create({
             hash: hashSecret(token),

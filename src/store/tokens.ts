@@ -83,8 +83,9 @@ export interface RefreshTokenStore {
   /**
    * Rotates a token as `rotate` does and, only when this caller rotated it, makes the writes
    * that follow (the next refresh token, the grant's use, the event) with it, all or none: on
-   * SQLite one write of the turn's group commit, in a savepoint; on PostgreSQL one
-   * transaction. A refresh then commits once, as a code exchange does (`AuthorizationCodeStore.redeem`).
+   * SQLite one write of the turn's group commit, in a savepoint; on PostgreSQL one statement
+   * shared with the turn's other rotations. A refresh then commits once, as a code exchange
+   * does (`AuthorizationCodeStore.redeem`).
    */
   rotateWith(hash: string, clientId: string, now: number, writes: RotationWrites): Promise<RefreshTokenRecord | null>;
   /** The record whatever its state, to tell reuse from expiry or revocation. */

@@ -15,7 +15,7 @@ import type { Dialect, Params, Runner, SqlValue } from '../sql/dialect.ts';
 import { DEVICE_USER_CODE_CONFLICT, deviceFromRow, devicePollAssignments, pollOutcomeFromRow } from '../sql/devices.ts';
 import { codeFromRow } from '../sql/codes.ts';
 import { eventParams } from '../sql/events.ts';
-import { refreshTokenParams } from '../sql/tokens.ts';
+import { refreshTokenFromRow, refreshTokenParams } from '../sql/tokens.ts';
 import { grantFromRow } from '../sql/grants.ts';
 import { resourceFromRow } from '../sql/resources.ts';
 import { userFromRow } from '../sql/users.ts';
@@ -26,6 +26,7 @@ import {
   MissingReferenceError,
   type DeviceAuthorizationRecord,
   type RedemptionWrites,
+  type RotationWrites,
   type ResourceRecord,
   type ResourceScope,
   type Store,
@@ -380,6 +381,38 @@ const EVENT_FIRST = SESSION_CLIENT_FIRST + SESSION_CLIENT_TYPES.length;
  * COMMITTED a code another transaction redeemed first is re-checked against its committed
  * state (consumed_at is then set), so exactly one caller gets each code and its writes.
  */
+/**
+ * The CTEs that follow what the CTE `source` changed (rows of a table with `hash` and
+ * `grant_id`), each call's `now` and `active_until` in the CTE `calls`: the grants' uses (sql/grants.ts
+ * `recordGrantUse`, one row a grant, its latest times), the next refresh tokens and the events,
+ * each array of those two numbered from `refreshFirst` and `eventFirst`, and written only for
+ * the rows `source` changed.
+ */
+function followUpCtes(source: string, calls: string, refreshFirst: number, eventFirst: number): { used: string; refreshed: string; recorded: string } {
+  return {
+    used: `used AS (
+    UPDATE grants SET last_used_at = GREATEST(COALESCE(grants.last_used_at, 0), uses.now),
+                      active_until = GREATEST(COALESCE(grants.active_until, 0), uses.active_until)
+    FROM (SELECT ${source}.grant_id, max(${calls}.now) AS now, max(${calls}.active_until) AS active_until
+          FROM ${source} JOIN ${calls} USING (hash) GROUP BY ${source}.grant_id) AS uses
+    WHERE grants.id = uses.grant_id AND grants.revoked_at IS NULL
+  )`,
+    refreshed: `refreshed AS (
+    INSERT INTO refresh_tokens (${columnNames(REDEEM_REFRESH_COLUMNS)})
+    SELECT ${REDEEM_REFRESH_COLUMNS.map(([, column, type]) => (type === 'list' ? `CASE WHEN t.${column} IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(t.${column}::jsonb)) END` : `t.${column}`)).join(', ')}
+    FROM unnest(${parameterList(REFRESH_TYPES, refreshFirst)}) AS t (code_hash, ${columnNames(REDEEM_REFRESH_COLUMNS)})
+    JOIN ${source} ON ${source}.hash = t.code_hash
+  )`,
+    recorded: `recorded AS (
+    INSERT INTO events (${columnNames(INSERT_DEVICE_EVENTS_COLUMNS)})
+    SELECT ${INSERT_DEVICE_EVENTS_COLUMNS.map(([, column]) => (column === 'detail' ? 'e.detail::jsonb' : `e.${column}`)).join(', ')}
+    FROM unnest(${parameterList(EVENT_TYPES, eventFirst)}) AS e (code_hash, ${columnNames(INSERT_DEVICE_EVENTS_COLUMNS)})
+    JOIN ${source} ON ${source}.hash = e.code_hash
+  )`,
+  };
+}
+
+const REDEEMED = followUpCtes('consumed', 'redemptions', REFRESH_FIRST, EVENT_FIRST);
 const REDEEM_CODES = `
   WITH redemptions AS (
     SELECT * FROM unnest(${parameterList(REDEMPTION_TYPES, 1)})
@@ -393,31 +426,41 @@ const REDEEM_CODES = `
       AND authorization_codes.code_challenge = redemptions.code_challenge
       AND (authorization_codes.dpop_jkt IS NULL OR authorization_codes.dpop_jkt = redemptions.dpop_jkt)
     RETURNING authorization_codes.*
-  ), used AS (
-    UPDATE grants SET last_used_at = GREATEST(COALESCE(grants.last_used_at, 0), uses.now),
-                      active_until = GREATEST(COALESCE(grants.active_until, 0), uses.active_until)
-    FROM (SELECT consumed.grant_id, max(redemptions.now) AS now, max(redemptions.active_until) AS active_until
-          FROM consumed JOIN redemptions USING (hash) GROUP BY consumed.grant_id) AS uses
-    WHERE grants.id = uses.grant_id AND grants.revoked_at IS NULL
-  ), refreshed AS (
-    INSERT INTO refresh_tokens (${columnNames(REDEEM_REFRESH_COLUMNS)})
-    SELECT ${REDEEM_REFRESH_COLUMNS.map(([, column, type]) => (type === 'list' ? `CASE WHEN t.${column} IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(t.${column}::jsonb)) END` : `t.${column}`)).join(', ')}
-    FROM unnest(${parameterList(REFRESH_TYPES, REFRESH_FIRST)}) AS t (code_hash, ${columnNames(REDEEM_REFRESH_COLUMNS)})
-    JOIN consumed ON consumed.hash = t.code_hash
-  ), joined AS (
+  ), ${REDEEMED.used}, ${REDEEMED.refreshed}, joined AS (
     INSERT INTO session_clients (sid, client_id, expires_at)
     SELECT DISTINCT ON (s.sid, consumed.client_id) s.sid, consumed.client_id, s.expires_at
     FROM unnest(${parameterList(SESSION_CLIENT_TYPES, SESSION_CLIENT_FIRST)}) AS s (code_hash, sid, expires_at)
     JOIN consumed ON consumed.hash = s.code_hash
     ORDER BY s.sid, consumed.client_id, s.expires_at DESC
     ON CONFLICT (sid, client_id) DO UPDATE SET expires_at = GREATEST(session_clients.expires_at, excluded.expires_at)
-  ), recorded AS (
-    INSERT INTO events (${columnNames(INSERT_DEVICE_EVENTS_COLUMNS)})
-    SELECT ${INSERT_DEVICE_EVENTS_COLUMNS.map(([, column]) => (column === 'detail' ? 'e.detail::jsonb' : `e.${column}`)).join(', ')}
-    FROM unnest(${parameterList(EVENT_TYPES, EVENT_FIRST)}) AS e (code_hash, ${columnNames(INSERT_DEVICE_EVENTS_COLUMNS)})
-    JOIN consumed ON consumed.hash = e.code_hash
-  )
+  ), ${REDEEMED.recorded}
   SELECT * FROM consumed`;
+
+const ROTATION_TYPES = ['text', 'text', 'bigint', 'bigint'];
+const ROTATION_REFRESH_FIRST = 1 + ROTATION_TYPES.length;
+const ROTATED = followUpCtes('rotated', 'rotations', ROTATION_REFRESH_FIRST, ROTATION_REFRESH_FIRST + REFRESH_TYPES.length);
+
+/**
+ * The refresh token rotations of one batch and what follows each, in one statement
+ * (`RefreshTokenStore.rotateWith`): sql/tokens.ts `rotateRefreshToken`'s conditions for each
+ * token, with its own client and time; then, for the tokens this statement rotated only, the
+ * grants' uses, the next refresh tokens and the events, as a code's redemption writes them.
+ * One statement is one transaction: all of it is committed or none; under READ COMMITTED a
+ * token another transaction rotated first is re-checked against its committed state, so
+ * exactly one caller rotates each token.
+ */
+const ROTATE_REFRESH_TOKENS = `
+  WITH rotations AS (
+    SELECT * FROM unnest(${parameterList(ROTATION_TYPES, 1)}) AS r (hash, client_id, now, active_until)
+  ), rotated AS (
+    UPDATE refresh_tokens SET rotated_at = rotations.now
+    FROM rotations
+    WHERE refresh_tokens.hash = rotations.hash AND refresh_tokens.client_id = rotations.client_id
+      AND refresh_tokens.rotated_at IS NULL AND refresh_tokens.expires_at > rotations.now
+      AND EXISTS (SELECT 1 FROM grants WHERE grants.id = refresh_tokens.grant_id AND grants.revoked_at IS NULL)
+    RETURNING refresh_tokens.*
+  ), ${ROTATED.used}, ${ROTATED.refreshed}, ${ROTATED.recorded}
+  SELECT * FROM rotated`;
 
 interface RedeemCall {
   readonly hash: string;
@@ -429,14 +472,26 @@ interface RedeemCall {
   readonly writes: RedemptionWrites;
 }
 
-/** The values of `REDEEM_CODES` for a batch, array by array. */
-function redeemValues(batch: readonly RedeemCall[]): unknown[] {
+/** The next refresh tokens' and the events' arrays of a batch, each row under the hash of the call it follows. */
+function followUpValues(batch: readonly { readonly hash: string; readonly writes: RedemptionWrites }[]): { refreshed: unknown[]; recorded: unknown[] } {
   const refreshed = batch.flatMap((call) =>
     call.writes.refreshToken ? [{ hash: call.hash, params: refreshTokenParams(postgresDialect, call.writes.refreshToken) }] : [],
   );
-  const joined = batch.flatMap((call) => (call.writes.sessionClient ? [{ hash: call.hash, ...call.writes.sessionClient }] : []));
   const recorded = batch.flatMap((call) => (call.writes.event ? [{ hash: call.hash, params: eventParams(call.writes.event) }] : []));
   const listText = (value: SqlValue | undefined) => (value === null || value === undefined ? null : JSON.stringify(value));
+  return {
+    refreshed: [
+      refreshed.map((row) => row.hash),
+      ...REDEEM_REFRESH_COLUMNS.map(([field, , type]) => refreshed.map((row) => (type === 'list' ? listText(row.params[field]) : (row.params[field] ?? null)))),
+    ],
+    recorded: [recorded.map((row) => row.hash), ...INSERT_DEVICE_EVENTS_COLUMNS.map(([field]) => recorded.map((row) => row.params[field] ?? null))],
+  };
+}
+
+/** The values of `REDEEM_CODES` for a batch, array by array. */
+function redeemValues(batch: readonly RedeemCall[]): unknown[] {
+  const joined = batch.flatMap((call) => (call.writes.sessionClient ? [{ hash: call.hash, ...call.writes.sessionClient }] : []));
+  const { refreshed, recorded } = followUpValues(batch);
   return [
     batch.map((call) => call.hash),
     batch.map((call) => call.clientId),
@@ -445,13 +500,31 @@ function redeemValues(batch: readonly RedeemCall[]): unknown[] {
     batch.map((call) => call.dpopJkt),
     batch.map((call) => call.now),
     batch.map((call) => call.writes.activeUntil),
-    refreshed.map((row) => row.hash),
-    ...REDEEM_REFRESH_COLUMNS.map(([field, , type]) => refreshed.map((row) => (type === 'list' ? listText(row.params[field]) : (row.params[field] ?? null)))),
+    ...refreshed,
     joined.map((row) => row.hash),
     joined.map((row) => row.sid),
     joined.map((row) => row.expiresAt),
-    recorded.map((row) => row.hash),
-    ...INSERT_DEVICE_EVENTS_COLUMNS.map(([field]) => recorded.map((row) => row.params[field] ?? null)),
+    ...recorded,
+  ];
+}
+
+interface RotateCall {
+  readonly hash: string;
+  readonly clientId: string;
+  readonly now: number;
+  readonly writes: RotationWrites;
+}
+
+/** The values of `ROTATE_REFRESH_TOKENS` for a batch, array by array. */
+function rotateValues(batch: readonly RotateCall[]): unknown[] {
+  const { refreshed, recorded } = followUpValues(batch);
+  return [
+    batch.map((call) => call.hash),
+    batch.map((call) => call.clientId),
+    batch.map((call) => call.now),
+    batch.map((call) => call.writes.activeUntil),
+    ...refreshed,
+    ...recorded,
   ];
 }
 
@@ -731,6 +804,19 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     }
   };
 
+  // A refresh in one round trip after its reads, shared with the refreshes of its turn: the
+  // token's rotation with every write that follows it.
+  const rotateTokens = async (batch: readonly RotateCall[]): Promise<ReadonlyMap<string, Row>> => {
+    const { rows } = await send(pool, { name: 'tessera_rotateRefreshTokens', text: ROTATE_REFRESH_TOKENS, values: rotateValues(batch) });
+    return new Map(rows.map((row) => [row['hash'] as string, row]));
+  };
+  const rotations = new TurnBatch<RotateCall, Row | undefined>({
+    key: (call) => call.hash,
+    one: async (call) => (await rotateTokens([call])).get(call.hash),
+    many: rotateTokens,
+    absent: undefined,
+    retryAlone: failedByOneCall,
+  });
   const jsonRow = (value: unknown): Row | null => (value === null || value === undefined ? null : (value as Row));
 
   return {
@@ -742,10 +828,12 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
       get: async (id) => ((row) => (row === undefined ? null : grantFromRow(row, read)))(await grants.run(id)),
       recordUse: (id, now, activeUntil) => grantUses.run({ id, now, activeUntil }),
     },
-    // A refresh token's rotation and the writes that follow it, in one transaction: all or none.
     refreshTokens: {
       ...stores.refreshTokens,
-      rotateWith: (hash, clientId, now, writes) => transaction((tx) => tx.refreshTokens.rotateWith(hash, clientId, now, writes)),
+      rotateWith: async (hash, clientId, now, writes) => {
+        const row = await rotations.run({ hash, clientId, now, writes });
+        return row === undefined ? null : refreshTokenFromRow(row, read);
+      },
     },
     codes: {
       ...stores.codes,

@@ -106,7 +106,7 @@ export function followUpWrites(
  * The refresh and access token stores over `q`. `rotateWith` here is its statements one after
  * another, atomic as it promises only inside a transaction, which is where this form of it
  * runs: each store gives its own at the top level (SQLite one write of the group commit,
- * PostgreSQL a transaction).
+ * PostgreSQL one statement a turn).
  */
 export function tokensStores(d: Dialect, q: Runner<FollowUpStatement>): Pick<Stores, 'refreshTokens' | 'accessTokens'> {
   const { read } = d;

@@ -766,57 +766,27 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     absent: undefined,
     retryAlone: () => false,
   });
-  const redeemCodes = async (batch: readonly RedeemCall[]): Promise<ReadonlyMap<string, Row>> => {
-    const { rows } = await send(pool, { name: 'tessera_redeemCodes', text: REDEEM_CODES, values: redeemValues(batch) });
-    return new Map(rows.map((row) => [row['hash'] as string, row]));
-  };
-  const redeems = new TurnBatch<RedeemCall, Row | undefined>({
-    key: (call) => call.hash,
-    one: async (call) => (await redeemCodes([call])).get(call.hash),
-    many: redeemCodes,
-    absent: undefined,
-    retryAlone: failedByOneCall,
-  });
-  // Work that must stand or fall together, on one connection of the pool.
-  const transaction: Store['transaction'] = async (work) => {
-    const client = await pool.connect().catch((error: unknown) => {
-      throw storeError(error);
-    });
-    const control = (text: string) => {
-      const config: TimedQuery = { text, query_timeout: answerTimeoutMs };
-      return client.query(config);
+  /**
+   * Calls that each change the row of their `hash` and write what follows it, a batch of them
+   * one statement (`text`, bound by `values`) whose changed rows come back by hash; a batch
+   * that one call fails is tried again call by call.
+   */
+  const changedByHash = <T extends { readonly hash: string }>(name: string, text: string, values: (batch: readonly T[]) => unknown[]) => {
+    const many = async (batch: readonly T[]): Promise<ReadonlyMap<string, Row>> => {
+      const { rows } = await send(pool, { name, text, values: values(batch) });
+      return new Map(rows.map((row) => [row['hash'] as string, row]));
     };
-    try {
-      await control('BEGIN');
-      const result = await work(sqlStores(postgresDialect, runner(client)));
-      await control('COMMIT');
-      client.release();
-      return result;
-    } catch (error) {
-      try {
-        await control('ROLLBACK');
-        client.release();
-      } catch {
-        // A connection whose transaction may still be open never goes back to the pool.
-        client.release(true);
-      }
-      throw storeError(error);
-    }
+    return new TurnBatch<T, Row | undefined>({
+      key: (call) => call.hash,
+      one: async (call) => (await many([call])).get(call.hash),
+      many,
+      absent: undefined,
+      retryAlone: failedByOneCall,
+    });
   };
-
-  // A refresh in one round trip after its reads, shared with the refreshes of its turn: the
-  // token's rotation with every write that follows it.
-  const rotateTokens = async (batch: readonly RotateCall[]): Promise<ReadonlyMap<string, Row>> => {
-    const { rows } = await send(pool, { name: 'tessera_rotateRefreshTokens', text: ROTATE_REFRESH_TOKENS, values: rotateValues(batch) });
-    return new Map(rows.map((row) => [row['hash'] as string, row]));
-  };
-  const rotations = new TurnBatch<RotateCall, Row | undefined>({
-    key: (call) => call.hash,
-    one: async (call) => (await rotateTokens([call])).get(call.hash),
-    many: rotateTokens,
-    absent: undefined,
-    retryAlone: failedByOneCall,
-  });
+  const redeems = changedByHash('tessera_redeemCodes', REDEEM_CODES, redeemValues);
+  // A refresh's rotation with every write that follows it, shared with the refreshes of its turn.
+  const rotations = changedByHash('tessera_rotateRefreshTokens', ROTATE_REFRESH_TOKENS, rotateValues);
   const jsonRow = (value: unknown): Row | null => (value === null || value === undefined ? null : (value as Row));
 
   return {
@@ -901,7 +871,31 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
         return row === undefined ? null : { outcome: pollOutcomeFromRow(row), record: deviceFromRow(row, postgresDialect.read) };
       },
     },
-    transaction,
+    async transaction(work) {
+      const client = await pool.connect().catch((error: unknown) => {
+        throw storeError(error);
+      });
+      const control = (text: string) => {
+        const config: TimedQuery = { text, query_timeout: answerTimeoutMs };
+        return client.query(config);
+      };
+      try {
+        await control('BEGIN');
+        const result = await work(sqlStores(postgresDialect, runner(client)));
+        await control('COMMIT');
+        client.release();
+        return result;
+      } catch (error) {
+        try {
+          await control('ROLLBACK');
+          client.release();
+        } catch {
+          // A connection whose transaction may still be open never goes back to the pool.
+          client.release(true);
+        }
+        throw storeError(error);
+      }
+    },
     purgeExpired: (before, cutoffs) => purgeExpired(runPool, before, cutoffs),
     async close() {
       await stopListening();

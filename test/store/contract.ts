@@ -1565,39 +1565,44 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('rotates a token once: the first call returns it rotated, the second returns null', async () => {
         const token = await givenRefreshToken();
         const rotated = { ...token, rotatedAt: T0 + SECOND };
-        assert.deepEqual(await store.refreshTokens.rotate(token.hash, token.clientId, T0 + SECOND), rotated);
-        assert.equal(await store.refreshTokens.rotate(token.hash, token.clientId, T0 + 2 * SECOND), null);
+        assert.deepEqual(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + SECOND }), rotated);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + 2 * SECOND, { activeUntil: T0 + 2 * SECOND }), null);
         assert.deepEqual(await store.refreshTokens.find(token.hash), rotated);
       });
 
       it('returns null and leaves the token unrotated when another client presents it', async () => {
         const token = await givenRefreshToken();
         const other = await givenClient();
-        assert.equal(await store.refreshTokens.rotate(token.hash, other.id, T0), null);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, other.id, T0, { activeUntil: T0 }), null);
         assert.deepEqual(await store.refreshTokens.find(token.hash), token);
       });
 
       it('rotates a token one millisecond before its expiry, and not from its expiry on', async () => {
         const [early, late] = [await givenRefreshToken(), await givenRefreshToken()];
-        assert.equal((await store.refreshTokens.rotate(early.hash, early.clientId, early.expiresAt - 1))?.hash, early.hash);
-        assert.equal(await store.refreshTokens.rotate(late.hash, late.clientId, late.expiresAt), null);
+        assert.equal(
+          (await store.refreshTokens.rotateWith(early.hash, early.clientId, early.expiresAt - 1, { activeUntil: early.expiresAt - 1 }))?.hash,
+          early.hash,
+        );
+        assert.equal(await store.refreshTokens.rotateWith(late.hash, late.clientId, late.expiresAt, { activeUntil: late.expiresAt }), null);
         assert.deepEqual(await store.refreshTokens.find(late.hash), late);
       });
 
       it('returns null and leaves the token unrotated once its grant is revoked', async () => {
         const token = await givenRefreshToken();
         await store.grants.revoke(token.grantId, T0);
-        assert.equal(await store.refreshTokens.rotate(token.hash, token.clientId, T0 + SECOND), null);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + SECOND }), null);
         assert.deepEqual(await store.refreshTokens.find(token.hash), token);
       });
 
       it('returns null for an unknown token', async () => {
-        assert.equal(await store.refreshTokens.rotate('no-such-token', 'no-such-client', T0), null);
+        assert.equal(await store.refreshTokens.rotateWith('no-such-token', 'no-such-client', T0, { activeUntil: T0 }), null);
       });
 
       it('rotates a token for exactly one of 20 concurrent callers', async () => {
         const token = await givenRefreshToken();
-        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => store.refreshTokens.rotate(token.hash, token.clientId, T0 + i)));
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + i, { activeUntil: T0 + i })),
+        );
         const winners = results.filter((result) => result !== null);
         assert.equal(winners.length, 1);
         assert.deepEqual(await store.refreshTokens.find(token.hash), winners[0]);

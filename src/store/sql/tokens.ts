@@ -115,7 +115,6 @@ export function tokensStores(d: Dialect, q: Runner<FollowUpStatement>): Pick<Sto
   return {
     refreshTokens: {
       create: (token) => write('insertRefreshToken', refreshTokenParams(d, token)),
-      rotate: (hash, clientId, now) => first('rotateRefreshToken', { hash, clientId, now }, refreshToken),
       async rotateWith(hash, clientId, now, writes) {
         const rotated = await first('rotateRefreshToken', { hash, clientId, now }, refreshToken);
         if (rotated === null) return null;

@@ -122,7 +122,9 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
     assert.equal(results.filter((result) => result.status === 'fulfilled').length, 1, JSON.stringify(results.map((result) => result.status)));
   });
 
-  it('leaves a disabled person’s token unspent: refused while they are disabled, usable once they are enabled again', async () => {
+  // The person's flag alone: flows/users.ts also revokes their grants when it disables them, in
+  // the same transaction; this checks the flow's own check of the account, and its order.
+  it('refuses the token of a person marked disabled without spending it: no rotation, no use recorded, so it works again once the mark is gone', async () => {
     const lin = await world.addUser({ username: 'lin' });
     const { token, grantId } = await granted(['openid', 'offline_access'], lin);
     await world.store.users.setDisabled(lin.id, true);

@@ -81,8 +81,9 @@ export const refreshTokenGrant: TokenGrant = {
       requestedScope(params['scope'], found.scope),
     );
 
-    // The account is checked before the rotation: a person disabled since keeps their token
-    // unspent (it is dead anyway while they are disabled) and gets no tokens.
+    // The account is checked before the rotation, so that a refusal spends nothing. Disabling
+    // a person revokes their grants in the same transaction (flows/users.ts), which the
+    // rotation refuses too; this is the account's own check, as every grant makes it.
     const user = await deps.store.users.get(found.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // OIDC Core §12.2: a refreshed ID token keeps `sub`, `auth_time` and `sid`, says what the

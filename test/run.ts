@@ -16,8 +16,10 @@
  * shard with the least so far, so they end together. The split is the same on every machine:
  * a failure that depends on the files before it in its shard comes back. `npm test --
  * --record` runs the suite as usual and writes that table again from the run: each file's
- * time in its shard, as the files share the cores (a file it does not know yet counts by its
- * size).
+ * time in its shard, as the files share the cores, from the end of the file before it to the
+ * end of its last test, so that its hooks count (a file it does not know yet counts by its
+ * size). Its tests' own durations left out the setup in its hooks, and shards dealt by them
+ * ended as much as 18 s apart.
  *
  * The counts are the runner's own: a second reporter (helpers/outcomes-reporter.ts) tells it
  * each test's start and end, file by file, on a pipe of its own, and after each shard's report
@@ -116,27 +118,37 @@ interface FileTally {
   /** Its top-level tests started and not ended: the names of those running. */
   readonly running: Set<string>;
   started: boolean;
-  ms: number;
+  /**
+   * Its time in its shard: from the end of the file before it (its hooks before its first test
+   * count, which its tests' own durations leave out) to its last test's end. The files of a
+   * shard run one after another, so these add up to the shard's time, but for loading them.
+   */
+  since: number;
+  until: number;
 }
 
-function newTally(): FileTally {
-  return { counts: { tests: 0, suites: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 }, running: new Set(), started: false, ms: 0 };
+function newTally(at: number): FileTally {
+  return { counts: { tests: 0, suites: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 }, running: new Set(), started: false, since: at, until: at };
+}
+
+/** A shard's outcomes so far: when the last test of any file ended. */
+interface ShardClock {
+  lastEnd: number | null;
 }
 
 /** Adds `outcome` to its file's tally (a test of no file, a global hook's, to `(no file)`); returns that file. */
-function tallyOutcome(tallies: Map<string, FileTally>, outcome: Outcome): string {
+function tallyOutcome(tallies: Map<string, FileTally>, outcome: Outcome, shard: ShardClock): string {
   const file = outcome.file === null ? '(no file)' : relative(ROOT, outcome.file.startsWith('file:') ? fileURLToPath(outcome.file) : outcome.file);
   let tally = tallies.get(file);
-  if (tally === undefined) tallies.set(file, (tally = newTally()));
+  if (tally === undefined) tallies.set(file, (tally = newTally(shard.lastEnd ?? outcome.at)));
   tally.started = true;
+  if (outcome.event === 'dequeue') return file;
   if (outcome.event === 'start') {
     if (outcome.nesting === 0) tally.running.add(outcome.name);
     return file;
   }
-  if (outcome.nesting === 0) {
-    tally.running.delete(outcome.name);
-    tally.ms += outcome.ms ?? 0;
-  }
+  tally.until = shard.lastEnd = outcome.at;
+  if (outcome.nesting === 0) tally.running.delete(outcome.name);
   if (outcome.suite) {
     tally.counts.suites += 1;
     return file;
@@ -172,7 +184,10 @@ function fileLine(file: string, tally: FileTally | undefined, shardEnded: string
     return { line: `✖ ${file}: may not have finished: ${shardEnded} after its ${counts!.tests} tests ended (${said || 'none'})`, whole: false };
   }
   const ok = counts!.fail === 0 && counts!.cancelled === 0;
-  return { line: `${ok ? '✔' : '✖'} ${file}: ${counts!.tests} tests${said ? `, ${said}` : ''} (${(tally.ms / 1000).toFixed(1)} s)`, whole: true };
+  return {
+    line: `${ok ? '✔' : '✖'} ${file}: ${counts!.tests} tests${said ? `, ${said}` : ''} (${((tally.until - tally.since) / 1000).toFixed(1)} s)`,
+    whole: true,
+  };
 }
 
 /** Seconds a file took in its shard, as recorded; for a file not recorded yet, an estimate from its size. */
@@ -210,6 +225,7 @@ async function runShards(): Promise<boolean> {
       const tallies = new Map<string, FileTally>();
       let done = false;
       let lastFile: string | null = null;
+      const clock: ShardClock = { lastEnd: null };
       const file = join(outcomesDir, `shard-${index + 1}.jsonl`);
       const { output, code } = await node(
         [
@@ -225,7 +241,7 @@ async function runShards(): Promise<boolean> {
           file,
           onOutcome: (outcome) => {
             if (outcome.event === 'done') done = true;
-            else lastFile = tallyOutcome(tallies, outcome);
+            else lastFile = tallyOutcome(tallies, outcome, clock);
           },
         },
       );
@@ -239,7 +255,7 @@ async function runShards(): Promise<boolean> {
         `\n── shard ${index + 1} of ${shards.length}: ${shard.files.length} files ──\n${failing === -1 ? output : output.slice(0, failing + 1)}\n${lines.map(({ line }) => line).join('\n')}\n`,
       );
       for (const tally of tallies.values()) for (const name of COUNTS) totals[name] += tally.counts[name];
-      for (const [name, tally] of tallies) measured.set(name, tally.ms);
+      for (const [name, tally] of tallies) measured.set(name, tally.until - tally.since);
       if (failing !== -1) failures.push(output.slice(failing + 1).trimEnd());
       const unfinished = lines.filter(({ whole }) => !whole).map(({ line }) => line);
       if (unfinished.length > 0) failures.push(`✖ shard ${index + 1} ended (status ${code}) before its report did:\n${unfinished.join('\n')}`);

@@ -15,8 +15,8 @@ import type { TestEvent } from 'node:test/reporters';
 
 /** One test's start or end, as run.ts reads them. */
 export interface Outcome {
-  /** `done`: the run's summary came, the last of the report. */
-  readonly event: 'start' | 'end' | 'done';
+  /** `dequeue`: a top-level test is about to run; `done`: the run's summary came, the last of the report. */
+  readonly event: 'dequeue' | 'start' | 'end' | 'done';
   readonly file: string | null;
   readonly name: string;
   readonly nesting: number;
@@ -24,6 +24,8 @@ export interface Outcome {
   readonly suite: boolean;
   readonly result?: 'pass' | 'fail' | 'cancelled' | 'skipped' | 'todo';
   readonly ms?: number;
+  /** When the reporter was told (ms since the epoch): run.ts times each file by it. */
+  readonly at: number;
 }
 
 export default async function* outcomes(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
@@ -42,9 +44,15 @@ export default async function* outcomes(source: AsyncIterable<TestEvent>): Async
 /** The line of `event`, or null for an event that is not a test's start or end, or the run's summary. */
 function outcomeLine(event: TestEvent): string | null {
   const line = (outcome: Outcome) => `${JSON.stringify(outcome)}\n`;
+  // When a file's first test begins to run (`test:start` comes in the report's order, which
+  // can be later): run.ts times the first file of a shard from it.
+  if (event.type === 'test:dequeue' && event.data.nesting === 0) {
+    const { file, name, nesting } = event.data;
+    return line({ event: 'dequeue', file: file ?? null, name, nesting, suite: false, at: Date.now() });
+  }
   if (event.type === 'test:start') {
     const { file, name, nesting } = event.data;
-    return line({ event: 'start', file: file ?? null, name, nesting, suite: false });
+    return line({ event: 'start', file: file ?? null, name, nesting, suite: false, at: Date.now() });
   }
   if (event.type === 'test:pass' || event.type === 'test:fail') {
     const { file, name, nesting, details } = event.data;
@@ -62,9 +70,10 @@ function outcomeLine(event: TestEvent): string | null {
             : event.type === 'test:pass'
               ? 'pass'
               : 'fail';
-    return line({ event: 'end', file: file ?? null, name, nesting, suite: details.type === 'suite', result, ms: details.duration_ms });
+    return line({ event: 'end', file: file ?? null, name, nesting, suite: details.type === 'suite', result, ms: details.duration_ms, at: Date.now() });
   }
   // The whole run's summary (a file's own has its file): the last of the report.
-  if (event.type === 'test:summary' && event.data.file === undefined) return line({ event: 'done', file: null, name: '', nesting: 0, suite: false });
+  if (event.type === 'test:summary' && event.data.file === undefined)
+    return line({ event: 'done', file: null, name: '', nesting: 0, suite: false, at: Date.now() });
   return null;
 }

@@ -4,6 +4,8 @@
 
 import type { AuthMethod } from '../core/auth-methods.ts';
 import type { AuditEvent } from '../core/events.ts';
+import type { GrantRecord } from './grants.ts';
+import type { UserRecord } from './users.ts';
 
 /**
  * A refresh token (RFC 6749 §1.5, §6), stored by its hash. Each use exchanges it for a
@@ -86,6 +88,20 @@ export interface RefreshTokenStore {
   rotateWith(hash: string, clientId: string, now: number, writes: RotationWrites): Promise<RefreshTokenRecord | null>;
   /** The record whatever its state, to tell reuse from expiry or revocation. */
   find(hash: string): Promise<RefreshTokenRecord | null>;
+  /**
+   * The token whatever its state, with its grant and its user as they are now (null when
+   * gone): what a refresh decides its tokens from before it rotates the token, as
+   * `AuthorizationCodeStore.findForExchange` is for a code. One statement on PostgreSQL,
+   * shared with the refreshes of its turn.
+   */
+  findForRefresh(hash: string): Promise<RefreshExchange | null>;
+}
+
+/** A refresh token with what a refresh with it needs to know beforehand. */
+export interface RefreshExchange {
+  readonly token: RefreshTokenRecord;
+  readonly grant: GrantRecord | null;
+  readonly user: UserRecord | null;
 }
 
 /** Access tokens revoked one by one (RFC 7009 §2), by their `jti`. */

@@ -1562,6 +1562,34 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.refreshTokens.find(unnamed.hash), unnamed);
       });
 
+      it('finds a token with its grant and user as they are now, whatever its state, and null for an unknown one', async () => {
+        const token = await givenRefreshToken();
+        const found = await store.refreshTokens.findForRefresh(token.hash);
+        assert.deepEqual(found?.token, token);
+        assert.deepEqual(found?.grant, await store.grants.get(token.grantId));
+        assert.deepEqual(found?.user, await store.users.get(token.userId));
+        await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + SECOND });
+        await store.grants.revoke(token.grantId, T0 + 2 * SECOND);
+        const later = await store.refreshTokens.findForRefresh(token.hash);
+        assert.equal(later?.token.rotatedAt, T0 + SECOND);
+        assert.equal(later?.grant?.revokedAt, T0 + 2 * SECOND);
+        const {
+          amr: _amr,
+          acr: _acr,
+          userinfoClaims: _claims,
+          claimsScope: _scope,
+          ...old
+        } = await givenRefreshToken({
+          idTokenClaims: [],
+          amr: undefined,
+          acr: undefined,
+          userinfoClaims: undefined,
+          claimsScope: undefined,
+        });
+        assert.deepEqual((await store.refreshTokens.findForRefresh(old.hash))?.token, old);
+        assert.equal(await store.refreshTokens.findForRefresh('no-such-token'), null);
+      });
+
       it('rotates a token once: the first call returns it rotated, the second returns null', async () => {
         const token = await givenRefreshToken();
         const rotated = { ...token, rotatedAt: T0 + SECOND };

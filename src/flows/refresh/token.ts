@@ -54,10 +54,13 @@ export const refreshTokenGrant: TokenGrant = {
     const now = deps.clock.now();
     const hash = timedSecretKey(presented);
 
-    const found = await deps.store.refreshTokens.find(hash);
+    // The token with its grant and user, in one read (one statement on PostgreSQL): all the
+    // refresh decides from is known before the rotation.
+    const read = await deps.store.refreshTokens.findForRefresh(hash);
     // RFC 6749 §6: the server MUST "ensure that the refresh token was issued to the
     // authenticated client". Another client's token is treated as unknown.
-    if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'refresh token is invalid');
+    if (!read || read.token.clientId !== client.id) throw new OAuthError('invalid_grant', 'refresh token is invalid');
+    const { token: found, grant, user } = read;
     if (found.rotatedAt !== null || found.expiresAt <= now) throw await refusal(deps, found, now);
     // RFC 9449 §5: a public client's refresh token is bound to its DPoP key, and "the
     // authorization server MUST ... check that the refresh token ... is bound to the same
@@ -72,7 +75,6 @@ export const refreshTokenGrant: TokenGrant = {
     // Checked before rotation, so a refused scope or resource leaves the refresh token usable.
     // RFC 8707 §2.2: a refresh may narrow to one of the APIs granted and some of its scopes;
     // a removed API is refused here, so its grants' access ends with it.
-    const grant = await deps.store.grants.get(found.grantId);
     if (!grant) throw new OAuthError('invalid_grant', 'the authorization has been revoked');
     const target = await tokenTarget(
       deps.store,
@@ -84,7 +86,6 @@ export const refreshTokenGrant: TokenGrant = {
     // The account is checked before the rotation, so that a refusal spends nothing. Disabling
     // a person revokes their grants in the same transaction (flows/users.ts), which the
     // rotation refuses too; this is the account's own check, as every grant makes it.
-    const user = await deps.store.users.get(found.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // OIDC Core §12.2: a refreshed ID token keeps `sub`, `auth_time` and `sid`, says what the
     // original said of the sign-in (`amr`, `acr`), carries the claims the original request

@@ -337,6 +337,12 @@ const FIND_FOR_EXCHANGE = `
   FROM authorization_codes c LEFT JOIN grants g ON g.id = c.grant_id LEFT JOIN users u ON u.id = c.user_id
   WHERE c.hash = ANY($1::text[])`;
 
+/** The refresh tokens of one batch with their grants and users (`findForRefresh`), as `FIND_FOR_EXCHANGE` reads codes. */
+const FIND_FOR_REFRESH = `
+  SELECT t.hash, row_to_json(t) AS token_row, row_to_json(g) AS grant_row, row_to_json(u) AS user_row
+  FROM refresh_tokens t LEFT JOIN grants g ON g.id = t.grant_id LEFT JOIN users u ON u.id = t.user_id
+  WHERE t.hash = ANY($1::text[])`;
+
 /** A refresh token's columns as the batched redemption binds them; lists as JSON text, since `unnest` would flatten an array of arrays. */
 const REDEEM_REFRESH_COLUMNS: readonly (readonly [field: string, column: string, type: string])[] = [
   ['hash', 'hash', 'text'],
@@ -753,19 +759,24 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     retryAlone: () => false,
   });
   const { read } = postgresDialect;
+  /** Reads of rows by hash (`text`, bound by the batch's hashes), a batch of them one statement. */
+  const foundByHash = (name: string, text: string) =>
+    new TurnBatch<string, Row | undefined>({
+      key: (hash) => hash,
+      one: async (hash) => (await send(pool, { name, text, values: [[hash]] })).rows[0],
+      async many(batch) {
+        const { rows } = await send(pool, { name, text, values: [batch] });
+        return new Map(rows.map((row) => [row['hash'] as string, row]));
+      },
+      absent: undefined,
+      retryAlone: () => false,
+    });
   const codeOrNull = (row: Row | undefined) => (row === undefined ? null : codeFromRow(row, read));
   // A code exchange in two round trips, each shared with the exchanges of its turn: the
   // code with its grant and user, then its redemption with every write that follows it.
-  const exchanges = new TurnBatch<string, Row | undefined>({
-    key: (hash) => hash,
-    one: async (hash) => (await send(pool, { name: 'tessera_findForExchange', text: FIND_FOR_EXCHANGE, values: [[hash]] })).rows[0],
-    async many(batch) {
-      const { rows } = await send(pool, { name: 'tessera_findForExchange', text: FIND_FOR_EXCHANGE, values: [batch] });
-      return new Map(rows.map((row) => [row['hash'] as string, row]));
-    },
-    absent: undefined,
-    retryAlone: () => false,
-  });
+  const exchanges = foundByHash('tessera_findForExchange', FIND_FOR_EXCHANGE);
+  // A refresh likewise: the token with its grant and user, then its rotation with its writes.
+  const refreshes = foundByHash('tessera_findForRefresh', FIND_FOR_REFRESH);
   /**
    * Calls that each change the row of their `hash` and write what follows it, a batch of them
    * one statement (`text`, bound by `values`) whose changed rows come back by hash; a batch
@@ -803,6 +814,17 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
       rotateWith: async (hash, clientId, now, writes) => {
         const row = await rotations.run({ hash, clientId, now, writes });
         return row === undefined ? null : refreshTokenFromRow(row, read);
+      },
+      async findForRefresh(hash) {
+        const row = await refreshes.run(hash);
+        if (row === undefined) return null;
+        const grant = jsonRow(row['grant_row']);
+        const user = jsonRow(row['user_row']);
+        return {
+          token: refreshTokenFromRow(jsonRow(row['token_row'])!, read),
+          grant: grant === null ? null : grantFromRow(grant, read),
+          user: user === null ? null : userFromRow(user, read),
+        };
       },
     },
     codes: {

@@ -47,7 +47,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...users,
     ...sessionsStores(d, q),
     ...grants,
-    ...tokensStores(d, q),
+    ...tokensStores(d, q, { ...users, ...grants }),
     ...codesStores(d, q, { ...users, ...grants }),
     ...devicesStores(d, q),
     ...replaysStores(d, q),

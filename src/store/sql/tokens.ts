@@ -103,12 +103,17 @@ export function followUpWrites(
 }
 
 /**
- * The refresh and access token stores over `q`. `rotateWith` here is its statements one after
- * another, atomic as it promises only inside a transaction, which is where this form of it
- * runs: each store gives its own at the top level (SQLite one write of the group commit,
- * PostgreSQL one statement a turn).
+ * The refresh and access token stores over `q`. `findForRefresh` here is three reads (the
+ * token, then its grant and user); `rotateWith` is its statements one after another, atomic
+ * as it promises only inside a transaction, which is where this form of it runs: each store
+ * gives its own at the top level (SQLite one write of the group commit, PostgreSQL one
+ * statement a turn).
  */
-export function tokensStores(d: Dialect, q: Runner<FollowUpStatement>): Pick<Stores, 'refreshTokens' | 'accessTokens'> {
+export function tokensStores(
+  d: Dialect,
+  q: Runner<FollowUpStatement>,
+  others: Pick<Stores, 'grants' | 'users'>,
+): Pick<Stores, 'refreshTokens' | 'accessTokens'> {
   const { read } = d;
   const { first, write } = queries(q);
   const refreshToken = (row: Row) => refreshTokenFromRow(row, read);
@@ -122,6 +127,12 @@ export function tokensStores(d: Dialect, q: Runner<FollowUpStatement>): Pick<Sto
         return rotated;
       },
       find: (hash) => first('getRefreshToken', { hash }, refreshToken),
+      async findForRefresh(hash) {
+        const token = await first('getRefreshToken', { hash }, refreshToken);
+        if (token === null) return null;
+        const [grant, user] = await Promise.all([others.grants.get(token.grantId), others.users.get(token.userId)]);
+        return { token, grant, user };
+      },
     },
 
     accessTokens: {

@@ -799,6 +799,12 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
   // A refresh's rotation with every write that follows it, shared with the refreshes of its turn.
   const rotations = changedByHash('tessera_rotateRefreshTokens', ROTATE_REFRESH_TOKENS, rotateValues);
   const jsonRow = (value: unknown): Row | null => (value === null || value === undefined ? null : (value as Row));
+  /** The grant and user a `FIND_FOR_EXCHANGE` or `FIND_FOR_REFRESH` row carries, null for those gone. */
+  const grantAndUser = (row: Row) => {
+    const grant = jsonRow(row['grant_row']);
+    const user = jsonRow(row['user_row']);
+    return { grant: grant === null ? null : grantFromRow(grant, read), user: user === null ? null : userFromRow(user, read) };
+  };
 
   return {
     ...stores,
@@ -817,14 +823,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
       },
       async findForRefresh(hash) {
         const row = await refreshes.run(hash);
-        if (row === undefined) return null;
-        const grant = jsonRow(row['grant_row']);
-        const user = jsonRow(row['user_row']);
-        return {
-          token: refreshTokenFromRow(jsonRow(row['token_row'])!, read),
-          grant: grant === null ? null : grantFromRow(grant, read),
-          user: user === null ? null : userFromRow(user, read),
-        };
+        return row === undefined ? null : { token: refreshTokenFromRow(jsonRow(row['token_row'])!, read), ...grantAndUser(row) };
       },
     },
     codes: {
@@ -834,14 +833,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
         codeOrNull(await redemptions.run({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })),
       async findForExchange(hash) {
         const row = await exchanges.run(hash);
-        if (row === undefined) return null;
-        const grant = jsonRow(row['grant_row']);
-        const user = jsonRow(row['user_row']);
-        return {
-          code: codeFromRow(jsonRow(row['code'])!, read),
-          grant: grant === null ? null : grantFromRow(grant, read),
-          user: user === null ? null : userFromRow(user, read),
-        };
+        return row === undefined ? null : { code: codeFromRow(jsonRow(row['code'])!, read), ...grantAndUser(row) };
       },
       redeem: async (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) =>
         codeOrNull(await redeems.run({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now, writes })),

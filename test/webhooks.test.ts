@@ -8,9 +8,10 @@
  *
  * Every command that opens the database while the server's dispatcher writes runs as its own
  * process, as an operator runs it: the in-process `runTessera` shares this thread's event loop
- * with the server, and its opening the database or writing would wait (busy_timeout) on the
- * server's open batch, which only this same loop can commit ('database is locked' after 5 s,
- * reads included).
+ * with the server, and a write of its own, or a read in a transaction, would wait
+ * (busy_timeout) on the server's open batch, which only this same loop can commit ('database
+ * is locked' after 5 s). Opening the database no longer waits for it: an up-to-date schema is
+ * only read (src/store/sqlite/migrate.ts).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

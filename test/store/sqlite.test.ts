@@ -118,6 +118,20 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     }
   });
 
+  it('opens a database already up to date while another connection holds the write lock, as a busy server does between commits', async () => {
+    const path = join(dir, 'locked.db');
+    await openSqliteStore(path).close();
+    const server = new DatabaseSync(path);
+    server.exec('BEGIN IMMEDIATE');
+    try {
+      // Taking the lock to read the versions would wait busy_timeout (5 s) and fail: "database is locked".
+      await openSqliteStore(path).close();
+    } finally {
+      server.exec('ROLLBACK');
+      server.close();
+    }
+  });
+
   it('prepares every statement against the migrated schema (the store prepares each at its first use)', async () => {
     const path = join(dir, 'statements.db');
     await openSqliteStore(path).close();

@@ -1,0 +1,190 @@
+/**
+ * Reading an AuthnRequest (SAML Core §3.2.1, §3.4.1; Bindings §3.4.4.1 HTTP-Redirect) without
+ * HTTP: each refusal with the reason its page and event give, and what an accepted request
+ * asks. The requests are written here and signed over the query with node:crypto, as an SP
+ * signs them; test/saml.test.ts plays node-saml against the server.
+ */
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { deflateRawSync } from 'node:zlib';
+import { pemCertificate, selfSignedCertificate } from '../../tokens/certificate.ts';
+import { addSamlSp } from '../manage/saml-service-providers.ts';
+import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { BINDINGS, NAME_ID_FORMAT_URIS } from './metadata-import.ts';
+import { readAuthnRequest, SamlRefusal, SIGNATURE_ALGORITHMS, type IncomingRequest, type SamlRefusalReason } from './request.ts';
+
+const SSO = 'https://auth.example.com/saml/sso';
+const OPEN_SP = 'https://open.example.com/saml';
+const SIGNING_SP = 'https://signing.example.com/saml';
+const ACS = ['https://open.example.com/saml/acs', 'https://open.example.com/saml/acs-2'];
+const LIMITS = { maxRequestChars: 20_000, requestLifetime: 300 };
+const SP_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+const OTHER_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+
+let requests = 0;
+
+/**
+ * An AuthnRequest of `issuer` with the attributes an SP sends (`attributes` replaces or, as
+ * null, leaves one out) and `inner` after its Issuer; a fresh ID each time.
+ */
+function authnRequest(issuer: string | null, now: number, attributes: Record<string, string | null> = {}, inner = ''): string {
+  requests += 1;
+  const all: Record<string, string | null> = {
+    ID: `_request${requests}`,
+    Version: '2.0',
+    IssueInstant: new Date(now).toISOString(),
+    Destination: SSO,
+    ProtocolBinding: BINDINGS.post,
+    ...attributes,
+  };
+  const written = Object.entries(all)
+    .filter(([, value]) => value !== null)
+    .map(([name, value]) => ` ${name}="${value}"`)
+    .join('');
+  const issuerElement = issuer === null ? '' : `<saml:Issuer>${issuer}</saml:Issuer>`;
+  return `<samlp:AuthnRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion"${written}>${issuerElement}${inner}</samlp:AuthnRequest>`;
+}
+
+/** A request over HTTP-Redirect, as the route hands it on. */
+type Redirected = Extract<IncomingRequest, { binding: 'redirect' }>;
+
+/** `xml` over HTTP-Redirect (DEFLATE, base64), signed over its query with `key` when given (Bindings §3.4.4.1). */
+function redirect(xml: string, options: { key?: KeyObject; sigAlg?: string; relayState?: string } = {}): Redirected {
+  const samlRequest = deflateRawSync(Buffer.from(xml)).toString('base64');
+  const sigAlg = options.key === undefined ? null : (options.sigAlg ?? SIGNATURE_ALGORITHMS.rsaSha256);
+  const query = [
+    `SAMLRequest=${encodeURIComponent(samlRequest)}`,
+    ...(options.relayState === undefined ? [] : [`RelayState=${encodeURIComponent(options.relayState)}`]),
+    ...(sigAlg === null ? [] : [`SigAlg=${encodeURIComponent(sigAlg)}`]),
+  ].join('&');
+  const signature = options.key === undefined ? null : sign('sha256', Buffer.from(query), options.key).toString('base64');
+  return {
+    binding: 'redirect',
+    samlRequest,
+    relayState: options.relayState ?? null,
+    sigAlg,
+    signature,
+    rawQuery: signature === null ? query : `${query}&Signature=${encodeURIComponent(signature)}`,
+  };
+}
+
+describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
+  let world: FlowWorld;
+  const read = (incoming: IncomingRequest) => readAuthnRequest({ store: world.store, now: world.clock.now(), limits: LIMITS, ssoUrl: SSO }, incoming);
+
+  before(async () => {
+    world = await flowWorld();
+    await addSamlSp(world.manage, { entity_id: OPEN_SP, acs_urls: ACS });
+    await addSamlSp(world.manage, {
+      entity_id: SIGNING_SP,
+      acs_urls: ['https://signing.example.com/saml/acs'],
+      want_signed_requests: true,
+      certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'sp', 'sp')),
+    });
+  });
+  after(() => world.close());
+
+  it('takes a request of a registered SP: the first ACS URL unless it names another of its own, and what it asks', async () => {
+    const now = world.clock.now();
+    const plain = await read(redirect(authnRequest(OPEN_SP, now)));
+    assert.deepEqual(
+      [plain.sp.entityId, plain.acsUrl, plain.forceAuthn, plain.isPassive, plain.nameIdFormat, plain.authnContext],
+      [OPEN_SP, ACS[0], false, false, null, []],
+    );
+    const byUrl = await read(redirect(authnRequest(OPEN_SP, now, { AssertionConsumerServiceURL: ACS[1]! })));
+    assert.equal(byUrl.acsUrl, ACS[1]);
+    const byIndex = await read(redirect(authnRequest(OPEN_SP, now, { AssertionConsumerServiceIndex: '1', ProtocolBinding: null })));
+    assert.equal(byIndex.acsUrl, ACS[1]);
+    const asking = await read(
+      redirect(
+        authnRequest(
+          OPEN_SP,
+          now,
+          { ForceAuthn: 'true', IsPassive: '1' },
+          `<samlp:NameIDPolicy Format="${NAME_ID_FORMAT_URIS.email}"/><samlp:RequestedAuthnContext><saml:AuthnContextClassRef> urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport </saml:AuthnContextClassRef></samlp:RequestedAuthnContext>`,
+        ),
+        { relayState: 'x'.repeat(80) },
+      ),
+    );
+    assert.deepEqual(
+      [asking.forceAuthn, asking.isPassive, asking.nameIdFormat, asking.authnContext],
+      [true, true, NAME_ID_FORMAT_URIS.email, ['urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport']],
+    );
+    const signed = await read(redirect(authnRequest(SIGNING_SP, now), { key: SP_KEY }));
+    assert.equal(signed.sp.entityId, SIGNING_SP);
+  });
+
+  it('refuses what it must, with the reason its page and event give, naming the SP where the request named a registered one', async () => {
+    const now = world.clock.now();
+    const minutes = (n: number) => new Date(now + n * 60_000).toISOString();
+    const deflated = (text: string) => ({ ...redirect(authnRequest(OPEN_SP, now)), samlRequest: deflateRawSync(Buffer.from(text)).toString('base64') });
+    const cases: [string, IncomingRequest, SamlRefusalReason, string | null][] = [
+      ['not base64', { ...redirect(authnRequest(OPEN_SP, now)), samlRequest: '%%%not base64%%%' }, 'malformed', null],
+      ['not DEFLATE', { ...redirect(authnRequest(OPEN_SP, now)), samlRequest: Buffer.from('<xml/>').toString('base64') }, 'malformed', null],
+      ['larger than the limit', { ...redirect(authnRequest(OPEN_SP, now)), samlRequest: 'A'.repeat(LIMITS.maxRequestChars + 4) }, 'malformed', null],
+      ['a DTD (XXE)', deflated(`<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>${authnRequest(OPEN_SP, now)}`), 'malformed', null],
+      ['another message', deflated(authnRequest(OPEN_SP, now).replaceAll('samlp:AuthnRequest', 'samlp:LogoutRequest')), 'malformed', null],
+      ['RelayState of 81 bytes (Bindings §3.4.3)', redirect(authnRequest(OPEN_SP, now), { relayState: 'x'.repeat(81) }), 'malformed', null],
+      ['no Issuer', redirect(authnRequest(null, now)), 'unknown_sp', null],
+      ['an SP not registered', redirect(authnRequest('https://stranger.example.com/saml', now)), 'unknown_sp', null],
+      ['no ID', redirect(authnRequest(OPEN_SP, now, { ID: null })), 'malformed', OPEN_SP],
+      ['an ID that is not an xs:ID', redirect(authnRequest(OPEN_SP, now, { ID: '1-starts-with-a-digit' })), 'malformed', OPEN_SP],
+      ['Version 1.1', redirect(authnRequest(OPEN_SP, now, { Version: '1.1' })), 'unsupported', OPEN_SP],
+      ['an IssueInstant not in UTC', redirect(authnRequest(OPEN_SP, now, { IssueInstant: '2026-01-01T00:00:00+01:00' })), 'malformed', OPEN_SP],
+      ['issued six minutes ago', redirect(authnRequest(OPEN_SP, now, { IssueInstant: minutes(-6) })), 'expired', OPEN_SP],
+      ['issued six minutes ahead', redirect(authnRequest(OPEN_SP, now, { IssueInstant: minutes(6) })), 'expired', OPEN_SP],
+      ['sent to another Destination', redirect(authnRequest(OPEN_SP, now, { Destination: 'https://elsewhere.example/sso' })), 'wrong_destination', OPEN_SP],
+      [
+        'an ACS URL not registered',
+        redirect(authnRequest(OPEN_SP, now, { AssertionConsumerServiceURL: 'https://attacker.example/acs' })),
+        'unknown_acs',
+        OPEN_SP,
+      ],
+      ['an ACS index of none', redirect(authnRequest(OPEN_SP, now, { AssertionConsumerServiceIndex: '2', ProtocolBinding: null })), 'unknown_acs', OPEN_SP],
+      [
+        'the artifact binding',
+        redirect(authnRequest(OPEN_SP, now, { ProtocolBinding: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Artifact' })),
+        'unsupported',
+        OPEN_SP,
+      ],
+      [
+        'a NameID format it does not give',
+        redirect(authnRequest(OPEN_SP, now, {}, '<samlp:NameIDPolicy Format="urn:example:made-up"/>')),
+        'unsupported',
+        OPEN_SP,
+      ],
+      ["unsigned, where the SP's must be signed", redirect(authnRequest(SIGNING_SP, now)), 'unsigned', SIGNING_SP],
+      ['signed by another key', redirect(authnRequest(SIGNING_SP, now), { key: OTHER_KEY }), 'bad_signature', SIGNING_SP],
+      [
+        'signed with RSA-SHA1',
+        redirect(authnRequest(SIGNING_SP, now), { key: SP_KEY, sigAlg: 'http://www.w3.org/2000/09/xmldsig#rsa-sha1' }),
+        'unsupported',
+        SIGNING_SP,
+      ],
+      ['a Signature without SigAlg', { ...redirect(authnRequest(SIGNING_SP, now), { key: SP_KEY }), sigAlg: null }, 'bad_signature', SIGNING_SP],
+      [
+        'signed in the XML over HTTP-Redirect',
+        redirect(authnRequest(SIGNING_SP, now, {}, '<ds:Signature xmlns:ds="http://www.w3.org/2000/09/xmldsig#"/>')),
+        'bad_signature',
+        SIGNING_SP,
+      ],
+    ];
+    for (const [what, incoming, reason, entityId] of cases) {
+      await assert.rejects(read(incoming), (error: unknown) => {
+        assert.ok(error instanceof SamlRefusal, `${what}: ${String(error)}`);
+        assert.deepEqual([error.reason, error.entityId], [reason, entityId], `${what}: ${error.message}`);
+        return true;
+      });
+    }
+  });
+
+  it('takes a request once: the same ID again from the same SP is a replay, even signed again', async () => {
+    const xml = authnRequest(SIGNING_SP, world.clock.now());
+    await read(redirect(xml, { key: SP_KEY }));
+    await assert.rejects(read(redirect(xml, { key: SP_KEY })), (error: unknown) => error instanceof SamlRefusal && error.reason === 'replayed');
+    // Another SP may use an ID this one used: each SP's IDs are its own.
+    const sameId = /ID="([^"]+)"/.exec(xml)![1]!;
+    assert.equal((await read(redirect(authnRequest(OPEN_SP, world.clock.now(), { ID: sameId })))).id, sameId);
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * "Forgot password?" without HTTP or SMTP: the same answer whether the address has an account
+ * or not, a link mailed to each enabled account with it (read from the outbox, opened as the
+ * dispatcher opens it) that resets the password, none to a disabled one, and the hourly
+ * budgets. test/recovery.test.ts follows the same through the pages and a real SMTP server.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { UserRecord } from '../store/types.ts';
+import { KeyEncryption } from '../tokens/key-encryption.ts';
+import { secretBox } from '../tokens/secret-box.ts';
+import { FLOW_ISSUER, flowWorld, type FlowWorld } from '../../test/helpers/flows.ts';
+import { mailOutbox, type MailMessage, type MailOutbox } from './mail/outbox.ts';
+import { requestRecovery } from './recovery.ts';
+import { resetPassword, type AccountDeps } from './users.ts';
+
+const PER_ADDRESS = 4;
+
+describe('recovering an account by e-mail ("Forgot password?")', () => {
+  let world: FlowWorld;
+  let mail: MailOutbox;
+  let deps: AccountDeps;
+
+  before(async () => {
+    world = await flowWorld({ TESSERA_RECOVERY_PER_ADDRESS: String(PER_ADDRESS), TESSERA_RECOVERY_PER_EMAIL: '1000' });
+    mail = mailOutbox(secretBox(new KeyEncryption([randomBytes(32)])), () => world.clock.now());
+    deps = { ...world.deps, mail };
+  });
+  after(() => world.close());
+
+  /** The recovery messages queued so far, opened as the dispatcher opens them, with whom each names. */
+  async function recoveryMail(): Promise<MailMessage[]> {
+    const events = (await world.store.events.list({ limit: 500 })).filter(
+      (event) => event.type === 'user.reset_link_created' && event.detail['by'] === 'email',
+    );
+    const deliveries = (await Promise.all(events.map((event) => world.store.mail.forEvent(event.id)))).flat();
+    return deliveries.map((delivery) => mail.open(delivery.id, delivery.message ?? assert.fail(`message ${delivery.id} was erased`)));
+  }
+
+  const ask = (email: string, ip = '198.51.100.20') => requestRecovery(deps, { email, ip, locale: 'en' });
+  const forUser = async (user: UserRecord) => (await recoveryMail()).filter((message) => message.values['username'] === user.username);
+
+  it('answers the same whether the address has an account or not, and mails a link only to an enabled account with it', async () => {
+    const ada = await world.addUser({ username: 'ada', email: 'ada@example.com' });
+    const gone = await world.addUser({ username: 'gone', email: 'gone@example.com', disabled: true });
+    for (const [typed, email] of [
+      ['  Ada@Example.com ', 'Ada@Example.com'],
+      ['gone@example.com', 'gone@example.com'],
+      ['nobody@example.com', 'nobody@example.com'],
+    ]) {
+      assert.deepEqual(await ask(typed!), { kind: 'sent', email }, `${typed}: the same answer`);
+    }
+    const [forAda, ...more] = await forUser(ada);
+    assert.deepEqual([forAda?.kind, forAda?.to.address, more.length], ['recovery', 'ada@example.com', 0]);
+    assert.deepEqual(await forUser(gone), [], 'none for a disabled account');
+    assert.equal((await recoveryMail()).length, 1, 'none for an address of no account');
+
+    // The link resets the password, once.
+    const link = new URL(String(forAda!.values['link']));
+    assert.equal(link.origin, new URL(FLOW_ISSUER).origin, 'built from the issuer');
+    const token = link.searchParams.get('token')!;
+    assert.equal((await resetPassword({ ...deps, passwords: world.passwords }, token, 'a brand new passphrase', '198.51.100.20')).kind, 'done');
+    assert.deepEqual(await resetPassword({ ...deps, passwords: world.passwords }, token, 'another new passphrase', '198.51.100.20'), {
+      kind: 'invalid_link',
+    });
+  });
+
+  it('refuses an address that cannot take mail, and is not offered without a mail server', async () => {
+    for (const address of ['not an address', 'ada@example.com\nBcc: all@example.com', '']) assert.deepEqual(await ask(address), { kind: 'invalid' }, address);
+    assert.deepEqual(await requestRecovery({ ...deps, mail: undefined }, { email: 'ada@example.com', ip: '198.51.100.20', locale: 'en' }), {
+      kind: 'unavailable',
+    });
+  });
+
+  it(`counts every request from one network address, ${PER_ADDRESS} an hour, found or not, then tells how long to wait`, async () => {
+    const ip = '203.0.113.50';
+    for (let i = 0; i < PER_ADDRESS; i++) assert.equal((await ask(`someone${i}@example.com`, ip)).kind, 'sent');
+    const limited = await ask('someone-else@example.com', ip);
+    assert.equal(limited.kind, 'limited');
+    if (limited.kind === 'limited') assert.ok(limited.retryAfterSeconds > 0 && limited.retryAfterSeconds <= 3600);
+    assert.equal((await ask('someone-else@example.com', '203.0.113.51')).kind, 'sent', 'another address has its own budget');
+    world.clock.advance(3600 * 1000);
+    assert.equal((await ask('someone-else@example.com', ip)).kind, 'sent', 'an hour later');
+  });
+});

@@ -6,14 +6,11 @@
  * follows the same through the pages and a real SMTP server.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { UserRecord } from '../store/types.ts';
-import { KeyEncryption } from '../tokens/key-encryption.ts';
-import { secretBox } from '../tokens/secret-box.ts';
-import { FLOW_ISSUER, flowWorld, type FlowWorld } from '../../test/helpers/flows.ts';
+import { FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
 import { pendingEmailChange, requestEmailChange, verifyEmailChange } from './email-change.ts';
-import { mailOutbox, type MailMessage, type MailOutbox } from './mail/outbox.ts';
+import type { MailMessage } from './mail/outbox.ts';
 import type { AccountDeps } from './users.ts';
 
 const PER_EMAIL = 3;
@@ -21,7 +18,6 @@ const LINK_TTL_SECONDS = 3600;
 
 describe("changing one's own e-mail address", () => {
   let world: FlowWorld;
-  let mail: MailOutbox;
   let deps: AccountDeps;
   let addresses = 0;
 
@@ -31,8 +27,7 @@ describe("changing one's own e-mail address", () => {
       TESSERA_RECOVERY_PER_ADDRESS: '1000',
       TESSERA_SIGN_UP_LINK_TTL: String(LINK_TTL_SECONDS),
     });
-    mail = mailOutbox(secretBox(new KeyEncryption([randomBytes(32)])), () => world.clock.now());
-    deps = { ...world.deps, mail };
+    deps = { ...world.deps, mail: world.mail };
   });
   after(() => world.close());
 
@@ -42,12 +37,12 @@ describe("changing one's own e-mail address", () => {
     return world.addUser({ username: `person${addresses}`, email: `person${addresses}@example.com`, emailVerified: true });
   };
 
-  /** The messages queued for `user`'s events of `type`, opened as the dispatcher opens them. */
+  /** The messages queued for `user`'s events of `type`. */
   async function mailed(user: UserRecord, type: string): Promise<MailMessage[]> {
-    const events = (await world.store.events.list({ userId: user.id, limit: 100 })).filter((event) => event.type === type);
-    const deliveries = (await Promise.all(events.map((event) => world.store.mail.forEvent(event.id)))).flat();
-    // Nothing sends them here, so each still holds its sealed message.
-    return deliveries.map((delivery) => mail.open(delivery.id, delivery.message ?? assert.fail(`message ${delivery.id} was erased`)));
+    return queuedMail(
+      world,
+      (await world.store.events.list({ userId: user.id, limit: 100 })).filter((event) => event.type === type),
+    );
   }
 
   /** The token of the link in the latest message asking `user` to confirm an address. */

@@ -5,13 +5,10 @@
  * budgets. test/recovery.test.ts follows the same through the pages and a real SMTP server.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { UserRecord } from '../store/types.ts';
-import { KeyEncryption } from '../tokens/key-encryption.ts';
-import { secretBox } from '../tokens/secret-box.ts';
-import { FLOW_ISSUER, flowWorld, type FlowWorld } from '../../test/helpers/flows.ts';
-import { mailOutbox, type MailMessage, type MailOutbox } from './mail/outbox.ts';
+import { FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
+import type { MailMessage } from './mail/outbox.ts';
 import { requestRecovery } from './recovery.ts';
 import { resetPassword, type AccountDeps } from './users.ts';
 
@@ -19,23 +16,20 @@ const PER_ADDRESS = 4;
 
 describe('recovering an account by e-mail ("Forgot password?")', () => {
   let world: FlowWorld;
-  let mail: MailOutbox;
   let deps: AccountDeps;
 
   before(async () => {
     world = await flowWorld({ TESSERA_RECOVERY_PER_ADDRESS: String(PER_ADDRESS), TESSERA_RECOVERY_PER_EMAIL: '1000' });
-    mail = mailOutbox(secretBox(new KeyEncryption([randomBytes(32)])), () => world.clock.now());
-    deps = { ...world.deps, mail };
+    deps = { ...world.deps, mail: world.mail };
   });
   after(() => world.close());
 
-  /** The recovery messages queued so far, opened as the dispatcher opens them, with whom each names. */
+  /** The recovery messages queued so far. */
   async function recoveryMail(): Promise<MailMessage[]> {
-    const events = (await world.store.events.list({ limit: 500 })).filter(
-      (event) => event.type === 'user.reset_link_created' && event.detail['by'] === 'email',
+    return queuedMail(
+      world,
+      (await world.store.events.list({ limit: 500 })).filter((event) => event.type === 'user.reset_link_created' && event.detail['by'] === 'email'),
     );
-    const deliveries = (await Promise.all(events.map((event) => world.store.mail.forEvent(event.id)))).flat();
-    return deliveries.map((delivery) => mail.open(delivery.id, delivery.message ?? assert.fail(`message ${delivery.id} was erased`)));
   }
 
   const ask = (email: string, ip = '198.51.100.20') => requestRecovery(deps, { email, ip, locale: 'en' });

@@ -19,7 +19,12 @@ import { newUserRecord, type ClientRecord, type Store, type UserRecord } from '.
 import { TokenIssuer } from '../../src/tokens/issue.ts';
 import { KeyManager } from '../../src/tokens/keys.ts';
 import { OAuthError } from '../../src/core/errors.ts';
+import type { AuditEvent } from '../../src/core/events.ts';
 import { ManageError } from '../../src/flows/manage/errors.ts';
+import { mailOutbox, type MailMessage, type MailOutbox } from '../../src/flows/mail/outbox.ts';
+import { KeyEncryption } from '../../src/tokens/key-encryption.ts';
+import { secretBox, type SecretBox } from '../../src/tokens/secret-box.ts';
+import { randomBytes } from 'node:crypto';
 
 export const FLOW_ISSUER = 'https://auth.example.com';
 
@@ -28,6 +33,10 @@ export interface FlowWorld {
   readonly clock: ManualClock;
   readonly config: Config;
   readonly keys: KeyManager;
+  /** Seals what the store keeps secret (a stream's push header, a message in the mail outbox), under a key of this world's. */
+  readonly secrets: SecretBox;
+  /** The mail outbox, as a server with a mail server set has it (`deps` has none: add `{ mail }` where a flow mails). */
+  readonly mail: MailOutbox;
   readonly tokens: TokenIssuer;
   readonly passwords: PasswordQueue;
   /** What a protocol flow is given. */
@@ -53,12 +62,15 @@ export async function flowWorld(env: Readonly<Record<string, string>> = {}): Pro
   const passwords = new PasswordQueue({ threads: 1, maxWaiting: 100, perAddress: 100 });
   const events = new Events(clock, store.events, []);
   const deps = { store, clock, config, tokens, events, passwords, sleep: async () => {} };
+  const secrets = secretBox(new KeyEncryption([randomBytes(32)]));
   const manage: ManageDeps = { ...deps, caller: OWNER, tellApps: async () => 0 };
   return {
     store,
     clock,
     config,
     keys,
+    secrets,
+    mail: mailOutbox(secrets, () => clock.now()),
     tokens,
     passwords,
     deps,
@@ -97,4 +109,19 @@ export async function outcome(run: () => unknown): Promise<string> {
     if (error instanceof ManageError) return `${error.kind}${error.field ? `:${error.field}` : ''}`;
     throw error;
   }
+}
+
+/** The messages the outbox holds for `events`, opened as the mail dispatcher opens them: nothing sends them in a flow's world. */
+export async function queuedMail(world: FlowWorld, events: readonly AuditEvent[]): Promise<MailMessage[]> {
+  const deliveries = (await Promise.all(events.map((event) => world.store.mail.forEvent(event.id)))).flat();
+  return deliveries.map((delivery) => {
+    if (delivery.message === null) throw new Error(`message ${delivery.id} was erased`);
+    return world.mail.open(delivery.id, delivery.message);
+  });
+}
+
+/** Two Shared Signals receivers of `world` (SSF 1.0 §8.1.1): clients of the client_credentials grant holding `ssf:manage`. */
+export async function ssfReceivers(world: FlowWorld): Promise<[ClientRecord, ClientRecord]> {
+  const receiver = (name: string) => world.addClient({ client_name: name, grant_types: ['client_credentials'], scope: 'ssf:manage' });
+  return [(await receiver('Receiver')).client, (await receiver('Other receiver')).client];
 }

@@ -6,14 +6,11 @@
  * receiver asks for (SSF 1.0 §8.1.4.2), each delivered to its own stream alone.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import { DELIVERY_POLL, DELIVERY_PUSH, SSF_EVENTS } from '../../core/ssf.ts';
 import type { ClientRecord, SsfStreamRecord } from '../../store/types.ts';
-import { KeyEncryption } from '../../tokens/key-encryption.ts';
-import { secretBox } from '../../tokens/secret-box.ts';
-import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { flowWorld, ssfReceivers, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { MAX_POLL_EVENTS, poll, PollError } from './poll.ts';
 import { createStream, deleteStream, MIN_VERIFICATION_INTERVAL, setStreamStatus, verifyStream, type StreamDeps } from './streams.ts';
 
@@ -25,9 +22,8 @@ describe('poll-based SET delivery (RFC 8936)', () => {
 
   before(async () => {
     world = await flowWorld();
-    deps = { ...world.deps, secrets: secretBox(new KeyEncryption([randomBytes(32)])) };
-    ({ client: receiver } = await world.addClient({ client_name: 'Receiver', grant_types: ['client_credentials'], scope: 'ssf:manage' }));
-    ({ client: other } = await world.addClient({ client_name: 'Other receiver', grant_types: ['client_credentials'], scope: 'ssf:manage' }));
+    deps = { ...world.deps, secrets: world.secrets };
+    [receiver, other] = await ssfReceivers(world);
   });
   after(() => world.close());
 

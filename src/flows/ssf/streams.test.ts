@@ -6,13 +6,10 @@
  * receiver.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { DELIVERY_POLL, DELIVERY_PUSH, SSF_EVENTS, SSF_EVENTS_SUPPORTED } from '../../core/ssf.ts';
 import type { ClientRecord, SsfStreamRecord, UserRecord } from '../../store/types.ts';
-import { KeyEncryption } from '../../tokens/key-encryption.ts';
-import { secretBox } from '../../tokens/secret-box.ts';
-import { FLOW_ISSUER, flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { FLOW_ISSUER, flowWorld, ssfReceivers, type FlowWorld } from '../../../test/helpers/flows.ts';
 import {
   changeStream,
   changeSubject,
@@ -52,9 +49,8 @@ describe('Shared Signals streams (SSF 1.0 §8.1)', () => {
 
   before(async () => {
     world = await flowWorld();
-    deps = { ...world.deps, secrets: secretBox(new KeyEncryption([randomBytes(32)])) };
-    ({ client: receiver } = await world.addClient({ client_name: 'Receiver', grant_types: ['client_credentials'], scope: 'ssf:manage' }));
-    ({ client: other } = await world.addClient({ client_name: 'Other receiver', grant_types: ['client_credentials'], scope: 'ssf:manage' }));
+    deps = { ...world.deps, secrets: world.secrets };
+    [receiver, other] = await ssfReceivers(world);
     ada = await world.addUser({ username: 'ada', email: 'ada@example.com', emailVerified: true });
   });
   after(() => world.close());

@@ -1,0 +1,140 @@
+/**
+ * The mail dispatcher over the flow world's store, with a transport the test plays: a message
+ * queued in its event's transaction is handed over once, under the same Message-ID on every
+ * try, its sealed copy erased once delivered; a server that refuses is tried again; one that
+ * never takes it leaves a dead letter, an event and a warning. test/mail.test.ts and the
+ * pages' tests hand the same to a real SMTP server on loopback.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it, type TestContext } from 'node:test';
+import { systemClock } from '../../core/clock.ts';
+import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { transactionWithEvents } from '../events.ts';
+import { MailDispatcher } from './dispatcher.ts';
+import { mailOutbox, type MailMessage, type MailOutbox } from './outbox.ts';
+import type { Outgoing } from './smtp.ts';
+
+/** A mail server that refuses the first `refusals` tries of each message, then takes them. */
+class PlayedServer {
+  readonly sent: Outgoing[] = [];
+  readonly tries = new Map<string, number>();
+  readonly refusals: number;
+  constructor(refusals: number) {
+    this.refusals = refusals;
+  }
+  send = async (message: Outgoing): Promise<void> => {
+    const tries = (this.tries.get(message.messageId) ?? 0) + 1;
+    this.tries.set(message.messageId, tries);
+    if (tries <= this.refusals) throw new Error('451 4.3.0 try again later');
+    this.sent.push(message);
+  };
+  close = (): void => {};
+}
+
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`waited 5 s for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('the mail dispatcher', () => {
+  let world: FlowWorld;
+  /** The outbox on the real clock, as the dispatcher reads it: the world's clock stands still, and retries are due by time. */
+  let outbox: MailOutbox;
+  const warnings: Record<string, unknown>[] = [];
+
+  before(async () => {
+    world = await flowWorld();
+    outbox = mailOutbox(world.secrets, () => Date.now());
+  });
+  after(() => world.close());
+
+  /** A dispatcher handing mail to `server`, retrying after 20 ms (doubled) for `windowSeconds`; the test's alone, stopped after it. */
+  function dispatcher(t: TestContext, server: PlayedServer, windowSeconds: number): MailDispatcher {
+    const made = new MailDispatcher({
+      store: world.store,
+      clock: systemClock,
+      outbox,
+      transport: server,
+      settings: { ...world.config.mail, retryDelayMs: 20, retryWindowSeconds: windowSeconds },
+      render: (message) => ({ subject: `[${message.kind}] for ${message.to.address}`, text: String(message.values['link']), html: '<p>hello</p>' }),
+      host: 'auth.example.com',
+      events: world.deps.events,
+      log: { warn: (details) => void warnings.push(details) },
+    });
+    t.after(() => made.stop());
+    made.start(20);
+    return made;
+  }
+
+  /** A message queued in the transaction of its event, as a flow queues one: its delivery's id and its event's. */
+  async function queued(message: MailMessage): Promise<{ id: string; eventId: string }> {
+    let eventId = '';
+    await transactionWithEvents(world.deps, async (tx, record) => {
+      const event = await record({ type: 'recovery.requested', detail: { accounts: 1 } });
+      eventId = event.id;
+      assert.equal(await outbox.queue(tx, event, message), true);
+    });
+    const [delivery] = await world.store.mail.forEvent(eventId);
+    return { id: delivery!.id, eventId };
+  }
+
+  const message = (address: string): MailMessage => ({
+    kind: 'recovery',
+    to: { address, name: 'Ada' },
+    locale: 'en',
+    values: { username: 'ada', link: `https://auth.example.com/reset-password?token=${address}`, expiresAt: 0 },
+  });
+
+  const delivery = async ({ eventId }: { eventId: string }) => (await world.store.mail.forEvent(eventId))[0]!;
+
+  it('hands a message over once, as rendered, under its own Message-ID, and erases its sealed copy', async (t) => {
+    const server = new PlayedServer(0);
+    const running = dispatcher(t, server, 60);
+    const mail = await queued(message('ada@example.com'));
+    const { id } = mail;
+    running.wake();
+    await until('the message to be delivered', async () => (await delivery(mail)).state === 'delivered');
+    assert.deepEqual(server.sent, [
+      {
+        subject: '[recovery] for ada@example.com',
+        text: 'https://auth.example.com/reset-password?token=ada@example.com',
+        html: '<p>hello</p>',
+        to: { address: 'ada@example.com', name: 'Ada' },
+        messageId: `<${id}@auth.example.com>`,
+      },
+    ]);
+    const done = await delivery(mail);
+    assert.deepEqual([done.message, done.attempts], [null, 1], 'nothing of the message is kept once it is sent');
+  });
+
+  it('tries a refused message again, under the same Message-ID, until the server takes it', async (t) => {
+    const server = new PlayedServer(2);
+    const running = dispatcher(t, server, 60);
+    const mail = await queued(message('grace@example.com'));
+    const { id } = mail;
+    running.wake();
+    await until('the third try to be taken', async () => (await delivery(mail)).state === 'delivered');
+    assert.deepEqual([...server.tries.entries()], [[`<${id}@auth.example.com>`, 3]]);
+    assert.equal(server.sent.length, 1);
+    assert.equal((await delivery(mail)).attempts, 3);
+  });
+
+  it('gives a message the server never takes up after its retry window: a dead letter, an event and a warning', async (t) => {
+    const server = new PlayedServer(Number.POSITIVE_INFINITY);
+    const running = dispatcher(t, server, 1);
+    const mail = await queued(message('margaret@example.com'));
+    const { id } = mail;
+    running.wake();
+    await until('the dead letter', async () => (await delivery(mail)).state === 'dead');
+    const dead = await delivery(mail);
+    assert.match(dead.lastError ?? '', /451 4\.3\.0/);
+    assert.ok(dead.attempts > 1, `tried ${dead.attempts} times`);
+    const events = (await world.store.events.list({ limit: 50 })).filter((event) => event.type === 'mail.dead_lettered' && event.detail['mail'] === id);
+    assert.equal(events.length, 1, 'one event');
+    assert.ok(warnings.some((warning) => warning['mail'] === id));
+    assert.equal(server.sent.length, 0);
+  });
+});

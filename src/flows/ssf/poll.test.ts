@@ -11,6 +11,7 @@ import { decodeJwt } from 'jose';
 import { DELIVERY_POLL, DELIVERY_PUSH, SSF_EVENTS } from '../../core/ssf.ts';
 import type { ClientRecord, SsfStreamRecord } from '../../store/types.ts';
 import { flowWorld, ssfReceivers, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { within } from '../../../test/helpers/wait.ts';
 import { MAX_POLL_EVENTS, poll, PollError } from './poll.ts';
 import { createStream, deleteStream, MIN_VERIFICATION_INTERVAL, setStreamStatus, verifyStream, type StreamDeps } from './streams.ts';
 
@@ -147,7 +148,8 @@ describe('poll-based SET delivery (RFC 8936)', () => {
       // The clock of the flow world stands still, so only the signal can end this wait.
       const waiting = poll(deps, stream, {}, controller.signal);
       setTimeout(() => controller.abort(), 50);
-      assert.deepEqual(await waiting, { sets: {} });
+      // Within two seconds: a poll deaf to its signal would wait on a clock that never moves.
+      assert.deepEqual(await within(waiting, 'the poll to end once its signal aborted', 2000), { sets: {} });
     } finally {
       await deleteStream(deps, receiver.id, stream.id);
     }

@@ -3,9 +3,8 @@
  */
 
 import type { AuthMethod } from '../core/auth-methods.ts';
-import type { AuditEvent } from '../core/events.ts';
 import type { GrantRecord } from './grants.ts';
-import type { RefreshTokenRecord } from './tokens.ts';
+import type { RotationWrites } from './tokens.ts';
 import type { UserRecord } from './users.ts';
 
 /** An authorization code (RFC 6749 §4.1.2), bound to its PKCE challenge (RFC 7636 §4.4). */
@@ -99,11 +98,7 @@ export interface CodeExchange {
 }
 
 /** What a code exchange writes with the code's redemption (`AuthorizationCodeStore.redeem`). */
-export interface RedemptionWrites {
-  /** The grant's `activeUntil` (`GrantStore.recordUse`; a revoked grant records nothing). */
-  readonly activeUntil: number;
-  readonly refreshToken?: RefreshTokenRecord;
+export interface RedemptionWrites extends RotationWrites {
   /** Back-Channel Logout 1.0 §2.7: the code's session received an ID token for the code's client (`SessionStore.addClient`). */
   readonly sessionClient?: { readonly sid: string; readonly expiresAt: number };
-  readonly event?: AuditEvent;
 }

@@ -65,7 +65,7 @@ export interface RefreshTokenRecord {
   readonly acr?: string;
 }
 
-/** What a refresh writes with its token's rotation (`RefreshTokenStore.rotateWith`). */
+/** What a refresh writes with its token's rotation (`RefreshTokenStore.rotateWith`); a code's redemption writes the same, and the session's client (`RedemptionWrites`). */
 export interface RotationWrites {
   /** The grant's `activeUntil` (`GrantStore.recordUse`; a revoked grant records nothing). */
   readonly activeUntil: number;

@@ -5,7 +5,7 @@
 import { authMethodsOrNull, type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
 import type { AuthorizationCodeRecord, Stores } from '../types.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
-import { type FollowUpStatement, followUpWrites } from './tokens.ts';
+import { type FollowUpStatement, followUpWrites, grantAndUserOf } from './tokens.ts';
 
 export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeRecord {
   const claimsLocales = read.strings(row, 'claims_locales');
@@ -92,9 +92,7 @@ export function codesStores(
       find: (hash) => first('getCode', { hash }, code),
       async findForExchange(hash) {
         const found = await first('getCode', { hash }, code);
-        if (found === null) return null;
-        const [grant, user] = await Promise.all([others.grants.get(found.grantId), others.users.get(found.userId)]);
-        return { code: found, grant, user };
+        return found === null ? null : { code: found, ...(await grantAndUserOf(others, found)) };
       },
       async redeem(hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) {
         const redeemed = await first('consumeCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, code);

@@ -3,7 +3,7 @@
  */
 
 import { authMethodsOrNull, type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
-import type { RedemptionWrites, RefreshTokenRecord, Stores } from '../types.ts';
+import type { GrantRecord, RedemptionWrites, RefreshTokenRecord, Stores, UserRecord } from '../types.ts';
 import { type Dialect, type Params, queries, type Runner } from './dialect.ts';
 import { eventParams, type eventsStatements } from './events.ts';
 import type { grantsStatements } from './grants.ts';
@@ -102,6 +102,15 @@ export function followUpWrites(
   return steps;
 }
 
+/** The grant and user a code or refresh token was issued under, as they are now (null for those gone), read side by side. */
+export async function grantAndUserOf(
+  others: Pick<Stores, 'grants' | 'users'>,
+  issued: { readonly grantId: string; readonly userId: string },
+): Promise<{ grant: GrantRecord | null; user: UserRecord | null }> {
+  const [grant, user] = await Promise.all([others.grants.get(issued.grantId), others.users.get(issued.userId)]);
+  return { grant, user };
+}
+
 /**
  * The refresh and access token stores over `q`. `findForRefresh` here is three reads (the
  * token, then its grant and user); `rotateWith` is its statements one after another, atomic
@@ -129,9 +138,7 @@ export function tokensStores(
       find: (hash) => first('getRefreshToken', { hash }, refreshToken),
       async findForRefresh(hash) {
         const token = await first('getRefreshToken', { hash }, refreshToken);
-        if (token === null) return null;
-        const [grant, user] = await Promise.all([others.grants.get(token.grantId), others.users.get(token.userId)]);
-        return { token, grant, user };
+        return token === null ? null : { token, ...(await grantAndUserOf(others, token)) };
       },
     },
 

@@ -19,8 +19,8 @@ import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium, phonePageCatchingRedirect } from './helpers/chromium.ts';
 import { startDevice } from './helpers/device.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { closeAll, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { closeAll, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { authorizationAttempt, redeemAttempt, startWithApp } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
 /** Every state the test must reach and check. */
@@ -100,15 +100,8 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
     const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
       execute: [oidc.allowInsecureRequests],
     });
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile',
-      state,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const attempt = await authorizationAttempt(config, { scope: 'openid profile' });
+    const url = attempt.url;
     await page.goto(url.href);
     await check(page, 'sign-in');
     await signIn(page, 'not the password');
@@ -142,11 +135,7 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Garden Planner/);
     await check(page, 'consent');
     await page.getByRole('button', { name: 'Approve' }).click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: verifier,
-      expectedState: state,
-      idTokenExpected: true,
-    });
+    const tokens = await redeemAttempt(config, attempt, await within(callback, 'the redirect back to the app'));
     assert.equal(tokens.claims()?.sub, user.id);
     assert.deepEqual(tokens.claims()?.['amr'], ['pwd', 'otp', 'mfa']);
   });

@@ -9,8 +9,8 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { discover, withRefresh } from './helpers/lifecycle.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { adminToken } from './helpers/fixtures.ts';
+import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { adminToken, authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
 
 describe('claims_locales: names in other languages and scripts (OIDC Core §5.2)', () => {
   let server: TestServer;
@@ -56,26 +56,9 @@ describe('claims_locales: names in other languages and scripts (OIDC Core §5.2)
 
   /** The person signs in and approves; the client redeems the code. */
   async function signIn(extra: Record<string, string>) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile offline_access',
-      state,
-      nonce,
-      prompt: 'consent',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...extra,
-    });
-    const page = await new FormBrowser(server.url).authorize(url.href, user);
-    return oidc.authorizationCodeGrant(config, new URL(page.location!), {
-      pkceCodeVerifier: verifier,
-      expectedState: state,
-      expectedNonce: nonce,
-      idTokenExpected: true,
-    });
+    const attempt = await authorizationAttempt(config, { scope: 'openid profile offline_access', prompt: 'consent', ...extra });
+    const page = await new FormBrowser(server.url).authorize(attempt.url.href, user);
+    return redeemAttempt(config, attempt, page.location!);
   }
 
   const tagged = (claims: Record<string, unknown>) => Object.fromEntries(Object.entries(claims).filter(([claim]) => claim.includes('#')));

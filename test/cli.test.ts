@@ -10,6 +10,7 @@ import { FormBrowser } from './helpers/browser.ts';
 import { runTessera, serveTessera, tessera } from './helpers/cli.ts';
 import { signInRaw } from './helpers/lifecycle.ts';
 import { startTestServer } from './helpers/server.ts';
+import { authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
 
 describe('the tessera command', () => {
   // In a directory that does not exist yet: the command makes it.
@@ -262,17 +263,9 @@ describe('the tessera command', () => {
     const config = await oidc.discovery(new URL(issuer), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), {
       execute: [oidc.allowInsecureRequests],
     });
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: 'http://127.0.0.1:9/callback',
-      scope: 'openid profile',
-      state,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
-    const page = await new FormBrowser(issuer).authorize(url.href, { username: 'newcomer', password: 'newcomer password' });
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state });
+    const attempt = await authorizationAttempt(config, { redirect_uri: 'http://127.0.0.1:9/callback', scope: 'openid profile' });
+    const page = await new FormBrowser(issuer).authorize(attempt.url.href, { username: 'newcomer', password: 'newcomer password' });
+    const tokens = await redeemAttempt(config, attempt, page.location!);
     assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub))['preferred_username'], 'newcomer');
     assert.equal(await server.stop(), 0);
   });

@@ -29,6 +29,7 @@ import { catchRedirect, chromiumUnavailable, launchChromium, PHONE, withVirtualA
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
+import { authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
 
 describe('the operator console in Chromium', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;
@@ -113,27 +114,15 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(clientSecret), {
       execute: [oidc.allowInsecureRequests],
     });
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
+    const attempt = await authorizationAttempt(config, { scope: 'openid profile' });
     const other = await browser.newContext();
     t.after(() => other.close());
     const visitor = await other.newPage();
     const callback = catchRedirect(visitor);
-    await visitor.goto(
-      oidc.buildAuthorizationUrl(config, {
-        redirect_uri: REDIRECT_URI,
-        scope: 'openid profile',
-        state,
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-      }).href,
-    );
+    await visitor.goto(attempt.url.href);
     await signInWithPassword(visitor, person);
     await visitor.getByRole('button', { name: 'Approve' }).click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: verifier,
-      expectedState: state,
-    });
+    const tokens = await redeemAttempt(config, attempt, await within(callback, 'the redirect back to the app'));
     assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, person.id))['name'], 'Ada Lovelace');
 
     // The admin finds them by their e-mail address and sees the app on their page.

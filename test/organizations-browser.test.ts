@@ -16,7 +16,7 @@ import { inviteUser } from '../src/flows/manage/invitations.ts';
 import { axeViolations } from './helpers/accessibility.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium, reach, signInToAccountWithPasskey, withVirtualAuthenticator } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
-import { addUpstreamTessera } from './helpers/fixtures.ts';
+import { addUpstreamTessera, authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
@@ -58,19 +58,8 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
   });
   after(() => closeAll(browser, server, upstream));
 
-  async function authorize(extra: Record<string, string> = {}) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid email organization',
-      state,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...extra,
-    });
-    return { url, verifier, state };
-  }
+  /** An authorization request of the app's (openid-client's, with PKCE, state and nonce), redeemed by `redeemAttempt`. */
+  const authorize = (extra: Record<string, string> = {}) => authorizationAttempt(config, { scope: 'openid email organization', ...extra });
 
   async function appPage(context?: BrowserContext): Promise<{ page: Page; callback: Promise<URL> }> {
     const page = await (context ?? (await browser.newContext())).newPage();
@@ -99,11 +88,7 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
     assert.equal(await group.getByRole('radio').count(), 2);
     await group.getByRole('radio', { name: 'Globex' }).check();
     await page.getByRole('button', { name: 'Approve' }).click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: attempt.verifier,
-      expectedState: attempt.state,
-      idTokenExpected: true,
-    });
+    const tokens = await redeemAttempt(config, attempt, await within(callback, 'the redirect back to the app'));
     const claims = tokens.claims()!;
     assert.deepEqual([claims['org_id'], claims['org_name']], [orgIds['Globex'], 'Globex']);
     const info = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
@@ -183,11 +168,7 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
     await page.getByLabel('Password').fill('ada password 1');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Approve' }).click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: attempt.verifier,
-      expectedState: attempt.state,
-      idTokenExpected: true,
-    });
+    const tokens = await redeemAttempt(config, attempt, await within(callback, 'the redirect back to the app'));
     assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub))['email'], 'ada@acme.example');
     const links = await server.store.linkedIdentities.listForUser(tokens.claims()!.sub);
     assert.deepEqual(

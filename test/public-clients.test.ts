@@ -4,7 +4,7 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { BrowserAt, pollWhileTestRuns, QUICK_POLLS } from './helpers/device.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { authorizationAttempt, redeemAttempt, startWithApp } from './helpers/fixtures.ts';
 
 describe('public clients: native apps and command-line tools without a secret', () => {
   let server: TestServer, native: TestClient, user: TestUser, config: oidc.Configuration;
@@ -23,28 +23,18 @@ describe('public clients: native apps and command-line tools without a secret', 
   after(() => server.close());
 
   async function signIn(redirectUri: string) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: redirectUri,
-      scope: 'openid profile',
-      state,
-      nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
-    const page = await new FormBrowser(server.url).authorize(url.href, user);
+    const attempt = await authorizationAttempt(config, { redirect_uri: redirectUri, scope: 'openid profile' });
+    const page = await new FormBrowser(server.url).authorize(attempt.url.href, user);
     assert.equal(page.status, 303, page.html);
-    return { location: page.location!, verifier, state, nonce };
+    return { ...attempt, location: page.location! };
   }
 
   it('completes the code flow with PKCE and a loopback redirect on any port (RFC 8252 §7.3)', async () => {
     const port = 49152 + Math.floor(Math.random() * 16000);
     const redirectUri = `http://127.0.0.1:${port}/callback`;
-    const { location, verifier, state, nonce } = await signIn(redirectUri);
-    assert.ok(location.startsWith(`${redirectUri}?`), location);
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(location), { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
+    const attempt = await signIn(redirectUri);
+    assert.ok(attempt.location.startsWith(`${redirectUri}?`), attempt.location);
+    const tokens = await redeemAttempt(config, attempt, attempt.location);
     assert.equal(tokens.claims()?.sub, user.id);
     assert.equal(tokens.claims()?.aud, native.clientId);
   });
@@ -139,17 +129,9 @@ describe('shorter token lifetimes for public clients', () => {
       const user = await server.addUser();
       const lifetimeFor = async (client: TestClient, authentication: oidc.ClientAuth) => {
         const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, authentication, { execute: [oidc.allowInsecureRequests] });
-        const verifier = oidc.randomPKCECodeVerifier();
-        const state = oidc.randomState();
-        const url = oidc.buildAuthorizationUrl(config, {
-          redirect_uri: 'http://127.0.0.1/callback',
-          scope: 'openid',
-          state,
-          code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-          code_challenge_method: 'S256',
-        });
-        const page = await new FormBrowser(server.url).authorize(url.href, user);
-        const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state });
+        const attempt = await authorizationAttempt(config, { redirect_uri: 'http://127.0.0.1/callback', scope: 'openid' });
+        const page = await new FormBrowser(server.url).authorize(attempt.url.href, user);
+        const tokens = await redeemAttempt(config, attempt, page.location!);
         return tokens.expires_in;
       };
       const publicClient = await server.addClient({ public: true, redirectUris: ['http://127.0.0.1/callback'] });

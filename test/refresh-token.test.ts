@@ -9,8 +9,8 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from
 import { deviceSignIn, discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { freshPostgresDatabase, postgresSkip } from './helpers/postgres.ts';
-import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { authorizationAttempt, redeemAttempt, startWithApp } from './helpers/fixtures.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -79,20 +79,9 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
 
   /** Signs in and approves; the code is redeemed when `redeem` is called. */
   async function approvedWith(who: TestUser, scope: string, extra: Record<string, string>) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const nonce = oidc.randomNonce();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope,
-      nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...extra,
-    });
-    const page = await new FormBrowser(server.url).authorize(url.href, who);
-    return {
-      redeem: () => oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedNonce: nonce, idTokenExpected: true }),
-    };
+    const attempt = await authorizationAttempt(config, { scope, ...extra });
+    const page = await new FormBrowser(server.url).authorize(attempt.url.href, who);
+    return { redeem: () => redeemAttempt(config, attempt, page.location!) };
   }
 
   it('repeats in a refreshed ID token the claims the original request asked for with the claims parameter, while its scope still releases them (OIDC Core §5.5, §12.2)', async () => {

@@ -10,8 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { OFFLINE_SCOPES, withRefresh } from './helpers/lifecycle.ts';
-import { REDIRECT_URI, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import type { TestServer, TestUser } from './helpers/server.ts';
+import { authorizationAttempt, redeemAttempt, startWithApp } from './helpers/fixtures.ts';
 
 describe('a server restarted on the same SQLite file', () => {
   let dir: string, server: TestServer, user: TestUser, config: oidc.Configuration;
@@ -29,27 +29,14 @@ describe('a server restarted on the same SQLite file', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** An authorization request from the client: its URL and what the client keeps to redeem the code. */
-  async function authorizationRequest() {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid offline_access',
-      state,
-      nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
-    return { url, checks: { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce } };
-  }
+  /** An authorization request from the client: its URL and what the client keeps to redeem the code (`redeemAttempt`). */
+  const authorizationRequest = () => authorizationAttempt(config, { scope: 'openid offline_access' });
 
   it('keeps the session, the approvals, the signing keys and the used codes', async () => {
     const browser = new FormBrowser(server.url);
     const first = await authorizationRequest();
     const firstCallback = new URL((await browser.authorize(first.url.href, user)).location!);
-    const tokens = await oidc.authorizationCodeGrant(config, firstCallback, first.checks);
+    const tokens = await redeemAttempt(config, first, firstCallback);
     // Approved before the restart, redeemed after it.
     const second = await authorizationRequest();
     const secondCallback = new URL((await browser.authorize(second.url.href, null)).location!);
@@ -61,17 +48,17 @@ describe('a server restarted on the same SQLite file', () => {
     // The approvals: the refresh token works, and the code approved before redeems.
     const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
     assert.equal(refreshed.claims()?.sub, user.id);
-    assert.equal((await oidc.authorizationCodeGrant(config, secondCallback, second.checks)).claims()?.sub, user.id);
+    assert.equal((await redeemAttempt(config, second, secondCallback)).claims()?.sub, user.id);
     // The session and the remembered approval: the browser is still signed in, and goes
     // straight back to the app with a code.
     const third = await authorizationRequest();
     const back = await browser.follow(await browser.request(third.url.href));
     assert.equal(back.status, 303, back.html);
-    assert.equal((await oidc.authorizationCodeGrant(config, new URL(back.location!), third.checks)).claims()?.sub, user.id);
+    assert.equal((await redeemAttempt(config, third, new URL(back.location!))).claims()?.sub, user.id);
     // The used code: its replay is known as one, and ends the approval it came from
     // (RFC 6749 §4.1.2), so the refresh token that approval holds stops working too.
     await assert.rejects(
-      oidc.authorizationCodeGrant(config, firstCallback, first.checks),
+      redeemAttempt(config, first, firstCallback),
       (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
     );
     await assert.rejects(

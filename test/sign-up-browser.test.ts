@@ -11,7 +11,7 @@ import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { axeViolations } from './helpers/accessibility.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { appConfig, startWithMail } from './helpers/fixtures.ts';
+import { appConfig, authorizationAttempt, redeemAttempt, startWithMail } from './helpers/fixtures.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { inviteUser } from '../src/flows/manage/invitations.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
@@ -36,20 +36,12 @@ describe('sign-up in Chromium, to a first token', { skip: chromiumUnavailable() 
       const username = `gardener-${locale}`;
       const email = `${username}@example.com`;
       const config = await appConfig(server, client);
-      const verifier = oidc.randomPKCECodeVerifier();
-      const state = oidc.randomState();
-      const url = oidc.buildAuthorizationUrl(config, {
-        redirect_uri: REDIRECT_URI,
-        scope: 'openid profile email',
-        state,
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-      });
+      const attempt = await authorizationAttempt(config, { scope: 'openid profile email' });
       const context = await browser.newContext({ locale });
       const page = await context.newPage();
       const callback = catchRedirect(page);
       try {
-        await page.goto(url.href);
+        await page.goto(attempt.url.href);
         await page.locator(`a[href^="/sign-up?"]`).click();
         await page.locator('#username').waitFor();
         assert.equal(await page.getAttribute('html', 'lang'), locale);
@@ -92,11 +84,7 @@ describe('sign-up in Chromium, to a first token', { skip: chromiumUnavailable() 
         await page.locator('#password').fill('a long enough password');
         await page.locator('form[action="/login"] button[type="submit"]').click();
         await page.locator('button[value="approve"]').click();
-        const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-          pkceCodeVerifier: verifier,
-          expectedState: state,
-          idTokenExpected: true,
-        });
+        const tokens = await redeemAttempt(config, attempt, await within(callback, 'the redirect back to the app'));
         const user = await server.store.users.findByUsername(username);
         assert.equal(tokens.claims()?.sub, user?.id);
         const info = await oidc.fetchUserInfo(config, tokens.access_token, user!.id);

@@ -13,7 +13,8 @@ import * as oidc from 'openid-client';
 import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { closeAll, closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
+import { authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
 
 interface GithubPerson {
   readonly id: number;
@@ -178,26 +179,9 @@ describe("signing in with GitHub (a local server answering as GitHub's API)", ()
     const config = await oidc.discovery(new URL(server.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), {
       execute: [oidc.allowInsecureRequests],
     });
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    const approved = await visitor.authorize(
-      oidc.buildAuthorizationUrl(config, {
-        redirect_uri: REDIRECT_URI,
-        scope: 'openid',
-        state,
-        nonce,
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-      }).href,
-      null,
-    );
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(approved.location!), {
-      pkceCodeVerifier: verifier,
-      expectedState: state,
-      expectedNonce: nonce,
-      idTokenExpected: true,
-    });
+    const attempt = await authorizationAttempt(config, { scope: 'openid' });
+    const approved = await visitor.authorize(attempt.url.href, null);
+    const tokens = await redeemAttempt(config, attempt, new URL(approved.location!));
     assert.equal(tokens.claims()?.sub, user!.id);
     assert.equal('amr' in tokens.claims()!, false, 'no amr claim rather than an empty one (OIDC Core §2: optional)');
     // The token was used for GitHub's API, as documented, and nowhere else.

@@ -15,7 +15,8 @@ import type { Browser } from 'playwright-core';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
-import { closeAll, closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { closeAll, closeServer, listenOnFreePort, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
 import { LDAP_ADMIN, LDAP_ADMIN_PASSWORD, LDAP_SUFFIX, slapdUnavailable, startSlapd, type Slapd } from './helpers/slapd.ts';
 import { within } from './helpers/wait.ts';
 
@@ -119,19 +120,8 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
   it("signs in with the directory password into an app, whose tokens carry the directory's claims and groups", async () => {
     const page = await (await browser.newContext()).newPage();
     const callback = catchRedirect(page);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    await page.goto(
-      oidc.buildAuthorizationUrl(config, {
-        redirect_uri: REDIRECT_URI,
-        scope: 'openid profile email groups',
-        state,
-        nonce,
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-      }).href,
-    );
+    const attempt = await authorizationAttempt(config, { scope: 'openid profile email groups' });
+    await page.goto(attempt.url.href);
     await page.getByRole('link', { name: 'Continue with Example Directory' }).click();
     await page.getByRole('heading', { name: 'Sign in with Example Directory' }).waitFor();
     await page.getByLabel('Username').fill('alice');
@@ -144,12 +134,7 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
       'See the groups you belong to',
     ]);
     await page.getByRole('button', { name: 'Approve' }).click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: verifier,
-      expectedState: state,
-      expectedNonce: nonce,
-      idTokenExpected: true,
-    });
+    const tokens = await redeemAttempt(config, attempt, await within(callback, 'the redirect back to the app'));
     const claims = tokens.claims()!;
     // The directory checked the password typed here: a password sign-in, as RFC 8176 names it.
     assert.deepEqual(claims.amr, ['pwd']);

@@ -6,6 +6,7 @@
  * apps only after a passkey or a second factor (flows/organizations/policy.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
 import { DuplicateError, isOrganizationRole, type OrganizationRecord, type OrganizationRole } from '../../store/types.ts';
 import { checkMayChangeUser, checkMayRouteSignIn } from './authority.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
@@ -30,7 +31,10 @@ const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 function checkName(raw: unknown): string {
   if (typeof raw !== 'string' || raw.trim() === '') throw invalid`${field('name')} is required: the organization's name`;
   const name = raw.trim();
-  if (name.length > 200 || /[\x00-\x1f\x7f]/.test(name)) throw invalid`${field('name')}: a name of at most 200 characters, on one line`;
+  if (name.length > 200) throw invalid`${field('name')}: a name of at most 200 characters`;
+  // Shown on the consent page and in the console: no line breaks, and no U+202E turning
+  // "Acme" into what it is not.
+  if (hasUnsafeCharacters(name)) throw invalid`${field('name')} ${UNSAFE_CHARACTERS_RULE}`;
   return name;
 }
 
@@ -68,10 +72,11 @@ async function registration(deps: ManageDeps, input: OrganizationInput, current:
     createdAt: current?.createdAt ?? now,
     updatedAt: now,
   };
-  if (record.domainVerified && record.domain === null) throw invalid`${field('domain_verified')}: give the ${field('domain')} that is verified`;
-  // A changed domain is not the one vouched for: it is verified again, by saying so.
+  // A changed domain is not the one vouched for: it is verified again, by saying so. A domain
+  // cleared takes its verification with it, so that clearing a verified one is not refused.
   const domainChanged = current !== null && record.domain !== current.domain;
   const verified = domainChanged && input.domain_verified === undefined ? false : record.domainVerified;
+  if (verified && record.domain === null) throw invalid`${field('domain_verified')}: give the ${field('domain')} that is verified`;
   const routed = { ...record, domainVerified: verified };
   const routesNow = routed.domainVerified && routed.providerId !== null;
   const routedBefore =

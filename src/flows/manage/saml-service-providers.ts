@@ -6,6 +6,7 @@
  * scope of its own (`admin:saml`): an SP receives signed statements about people.
  */
 import { randomBytes, randomUUID, X509Certificate } from 'node:crypto';
+import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
 import { NAME_ID_FORMATS, SLO_BINDINGS, type NameIdFormat, type SamlServiceProviderRecord, type SloBinding } from '../../store/saml.ts';
 import { DuplicateError } from '../../store/types.ts';
 import { pemCertificate } from '../../tokens/certificate.ts';
@@ -45,7 +46,8 @@ function checkUrl(name: string, raw: unknown): string {
     throw invalid`${field(name)} ${raw.slice(0, 200)}: not an absolute URL`;
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid`${field(name)} ${raw.slice(0, 200)}: an http or https URL`;
-  if (url.hash !== '') throw invalid`${field(name)} ${raw.slice(0, 200)}: no fragment`;
+  // A bare '#' leaves url.hash empty: the URL as typed is what is compared, so it is refused too.
+  if (url.hash !== '' || raw.includes('#')) throw invalid`${field(name)} ${raw.slice(0, 200)}: no fragment`;
   if (url.username !== '' || url.password !== '') throw invalid`${field(name)} ${raw.slice(0, 200)}: no user name or password in the URL`;
   if (raw.length > 2048) throw invalid`${field(name)}: at most 2048 characters`;
   // As registered, compared exactly: the URL as typed, not as URL would rewrite it.
@@ -105,10 +107,12 @@ function checkFlag(name: string, raw: unknown): boolean {
   return raw;
 }
 
+/** What the console and the sign-in pages show for it: none (its entity ID is shown) when blank. */
 function checkName(raw: unknown): string | null {
-  if (raw === null || raw === undefined || raw === '') return null;
-  if (typeof raw !== 'string' || raw.length > 200 || /[\x00-\x1f\x7f]/.test(raw)) throw invalid`${field('name')}: a name of at most 200 characters`;
-  return raw.trim();
+  if (raw === null || raw === undefined) return null;
+  if (typeof raw !== 'string' || raw.length > 200) throw invalid`${field('name')}: a name of at most 200 characters`;
+  if (hasUnsafeCharacters(raw)) throw invalid`${field('name')} ${UNSAFE_CHARACTERS_RULE}`;
+  return raw.trim() === '' ? null : raw.trim();
 }
 
 function checkMetadata(raw: unknown): SpMetadata | null {
@@ -125,8 +129,10 @@ function checkMetadata(raw: unknown): SpMetadata | null {
 /** The registration `input` makes of `current` (null: a new one), each field checked; metadata fills what is not given. */
 function registration(input: SamlSpInput, current: SamlServiceProviderRecord | null, now: number): SamlServiceProviderRecord {
   const metadata = checkMetadata(input.metadata);
-  if (metadata !== null && current !== null && metadata.entityId !== current.entityId)
-    throw invalid`${field('metadata')}: it is the metadata of ${metadata.entityId.slice(0, 200)}, not of ${current.entityId.slice(0, 200)}`;
+  // Metadata is the SP's own: another entity's would give this one its ACS URLs and keys.
+  const named = current?.entityId ?? (typeof input.entity_id === 'string' ? input.entity_id : null);
+  if (metadata !== null && named !== null && metadata.entityId !== named)
+    throw invalid`${field('metadata')}: it is the metadata of ${metadata.entityId.slice(0, 200)}, not of ${named.slice(0, 200)}`;
   const given = <T>(value: unknown, fromMetadata: T | undefined, before: T): unknown =>
     value !== undefined ? value : fromMetadata !== undefined ? fromMetadata : before;
   const format = given(input.name_id_format, metadata?.nameIdFormat ?? undefined, current?.nameIdFormat ?? 'persistent');

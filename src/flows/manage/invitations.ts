@@ -57,7 +57,7 @@ export async function inviteUser(deps: ManageDeps, input: InvitationInput): Prom
   if (clientId !== null && (await deps.store.clients.get(clientId)) === null) throw invalid`${field('client')}: no application ${clientId}`;
   const organization = input.organization ? await getOrganization(deps, input.organization) : null;
   if (organization === null && input.organizationRole) throw invalid`${field('organization_role')}: give the ${field('organization')} too`;
-  const organizationRole = organization === null ? null : checkOrganizationRole(input.organizationRole);
+  const organizationRole = organization === null ? null : checkOrganizationRole(input.organizationRole, 'organization_role');
   // Making a member is managing the organization: the caller needs its scope as well.
   if (organization !== null && !holdsAll(deps.caller.scopes, ['admin:orgs']))
     throw forbidden`${field('organization')}: only a caller that manages organizations (admin:orgs) may invite someone into one`;

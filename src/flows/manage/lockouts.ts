@@ -120,9 +120,6 @@ export async function clearLockouts(deps: ManageDeps, target: { readonly usernam
   if (target.username === undefined && target.ip === undefined && target.key === undefined)
     throw invalid`give ${field('username')}, ${field('ip')} or ${field('key')}`;
   const username = target.username === undefined ? undefined : normalizeUsername(target.username);
-  // Lifting an operator's lockout lets their password be guessed again: a change to them.
-  const person = username ? await deps.store.users.findByUsername(username) : null;
-  if (person) checkMayChangeUser(deps.caller, person);
   const open = await listLockouts(deps, { limit: MAX_LOCKOUTS });
   const chosen = open.filter(
     (entry) =>
@@ -130,6 +127,13 @@ export async function clearLockouts(deps: ManageDeps, target: { readonly usernam
       (target.ip === undefined || entry.ip === target.ip) &&
       (target.key === undefined || entry.key === target.key),
   );
+  // Lifting an operator's lockout lets their password be guessed again: a change to them,
+  // whether it is named by their username or reached by an address or a counter's key.
+  const named = new Set([...(username ? [username] : []), ...chosen.flatMap((entry) => (entry.username === null ? [] : [entry.username]))]);
+  for (const name of named) {
+    const person = await deps.store.users.findByUsername(name);
+    if (person) checkMayChangeUser(deps.caller, person);
+  }
   const cleared: Lockout[] = [];
   for (const entry of chosen) if (await deps.store.rateLimits.remove(entry.key)) cleared.push(entry);
   if (cleared.length > 0) {

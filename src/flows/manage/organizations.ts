@@ -147,9 +147,9 @@ export interface MemberInput {
   readonly role?: unknown;
 }
 
-export function checkOrganizationRole(raw: unknown): OrganizationRole {
+export function checkOrganizationRole(raw: unknown, name = 'role'): OrganizationRole {
   if (raw === undefined || raw === null || raw === '') return 'member';
-  if (!isOrganizationRole(raw)) throw invalid`${field('role')} ${String(raw).slice(0, 40)}: owner, admin or member`;
+  if (!isOrganizationRole(raw)) throw invalid`${field(name)} ${String(raw).slice(0, 40)}: owner, admin or member`;
   return raw;
 }
 

@@ -6,6 +6,7 @@
  * people's accounts: the `admin:users` scope's.
  */
 import { randomUUID } from 'node:crypto';
+import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { DuplicateError, type ScimTokenRecord } from '../../store/types.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
@@ -24,7 +25,8 @@ export interface ScimTokenInput {
 export async function addScimToken(deps: ManageDeps, input: ScimTokenInput): Promise<{ record: ScimTokenRecord; token: string }> {
   const name = typeof input.name === 'string' ? input.name.trim() : '';
   if (name === '') throw invalid`${field('name')} is required: who calls with the token (the provisioning system, e.g. Entra ID)`;
-  if (name.length > 100 || /[\p{Cc}]/u.test(name)) throw invalid`${field('name')}: at most 100 characters, no control characters`;
+  if (name.length > 100) throw invalid`${field('name')}: at most 100 characters`;
+  if (hasUnsafeCharacters(name)) throw invalid`${field('name')} ${UNSAFE_CHARACTERS_RULE}`;
   if ((await deps.store.scimTokens.list()).length >= MAX_SCIM_TOKENS) throw conflict`a server has at most ${MAX_SCIM_TOKENS} SCIM tokens: remove one first`;
   const token = `${SCIM_TOKEN_PREFIX}${randomToken(32)}`;
   const record: ScimTokenRecord = { id: randomUUID(), name, tokenHash: hashSecret(token), createdAt: deps.clock.now(), lastUsedAt: null };

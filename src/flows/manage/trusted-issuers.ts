@@ -7,6 +7,7 @@
  * identity provider beside it); anyone it delegated to (an admin client, a console operator)
  * only the public network unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS, as with webhooks.
  */
+import { isLoopbackHost, isPrivateNetworkHost } from '../../core/networks.ts';
 import { requestRefusal, type UrlRule } from '../../core/outbound.ts';
 import { DuplicateError, type TrustedIssuerRecord } from '../../store/types.ts';
 import { ClientKeysError, parseJwks } from '../../tokens/client-jwks.ts';
@@ -54,8 +55,10 @@ function checkJwksUri(deps: Pick<ManageDeps, 'config' | 'caller'>, raw: unknown)
   if (url.username !== '' || url.password !== '' || url.hash !== '')
     throw invalid`${field('jwks_uri')} ${raw.slice(0, 200)}: no user name, password or fragment`;
   const rule = trustedIssuerUrlRule(deps.config, deps.caller.owner === true);
-  // http only where the server's owner points it at its own machine or network.
-  if (url.protocol === 'http:' && rule !== null) throw invalid`${field('jwks_uri')} ${raw.slice(0, 200)}: an https URL`;
+  // http only where the server's owner points it at its own machine or network: a trusted
+  // issuer's keys sign people in, and over http on the way there anyone could swap them.
+  if (url.protocol === 'http:' && (rule !== null || !(isLoopbackHost(url.hostname) || isPrivateNetworkHost(url.hostname))))
+    throw invalid`${field('jwks_uri')} ${raw.slice(0, 200)}: an https URL (http only on the server's own machine or network, named by the tessera command)`;
   const refusal = rule === null ? null : requestRefusal(url.hostname, rule);
   if (refusal !== null) throw invalid`${field('jwks_uri')} ${raw.slice(0, 200)}: the host ${refusal}`;
   return url.href;

@@ -113,9 +113,14 @@ export function providerJson(provider: IdentityProviderRecord, issuer: string): 
   }
 }
 
-function checkText(value: string | undefined, name: string, required: string | null): string | undefined {
+/**
+ * A text field, trimmed. `required`: what the field is, for a field that may not be blank;
+ * `mayBeLeftOut`: an update, where a required field not given keeps its value (but given
+ * blank is refused, as on add).
+ */
+function checkText(value: string | undefined, name: string, required: string | null, mayBeLeftOut = false): string | undefined {
   if (value === undefined) {
-    if (required !== null) throw invalid`${field(name)} is required: ${required}`;
+    if (required !== null && !mayBeLeftOut) throw invalid`${field(name)} is required: ${required}`;
     return undefined;
   }
   const trimmed = value.trim();
@@ -215,8 +220,8 @@ function build(
   if (foreign !== undefined) throw invalid`${field(foreign.name)} does not apply to a provider of kind ${kind}`;
   switch (kind) {
     case 'oidc': {
-      const issuer = checkText(input.issuer, 'issuer', current ? null : "the provider's issuer URL, such as https://accounts.google.com");
-      const clientId = checkText(input.client_id, 'client_id', current ? null : 'the client id the provider gave Tessera');
+      const issuer = checkText(input.issuer, 'issuer', "the provider's issuer URL, such as https://accounts.google.com", current !== null);
+      const clientId = checkText(input.client_id, 'client_id', 'the client id the provider gave Tessera', current !== null);
       // "openid email" given as one is two scopes, as `--scope "openid email"` is.
       const scopes = input.scopes?.flatMap((scope) => scope.split(/\s+/)).filter((scope) => scope !== '');
       if (scopes?.some((scope) => !/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/.test(scope)))
@@ -228,7 +233,7 @@ function build(
       return { settings, secret: checkSecret(input.client_secret, 'client_secret') };
     }
     case 'github': {
-      const clientId = checkText(input.client_id, 'client_id', current ? null : "the OAuth app's client id");
+      const clientId = checkText(input.client_id, 'client_id', "the OAuth app's client id", current !== null);
       const secret = checkSecret(input.client_secret, 'client_secret');
       if (!current && secret === undefined) throw invalid`${field('client_secret')} is required: the OAuth app's client secret`;
       const organizations = input.allowed_organizations?.map((org) => org.trim()).filter((org) => org !== '');
@@ -241,8 +246,8 @@ function build(
       return { settings, secret };
     }
     case 'ldap': {
-      const url = checkText(input.url, 'url', current ? null : "the directory's address, such as ldaps://ldap.example.com");
-      const base = checkText(input.user_search_base, 'user_search_base', current ? null : 'where people are searched, such as ou=people,dc=example,dc=com');
+      const url = checkText(input.url, 'url', "the directory's address, such as ldaps://ldap.example.com", current !== null);
+      const base = checkText(input.user_search_base, 'user_search_base', 'where people are searched, such as ou=people,dc=example,dc=com', current !== null);
       settings['url'] = url !== undefined ? checkLdapUrl(url) : was['url'];
       settings['startTls'] = pick(input.start_tls, 'startTls', false);
       if (settings['startTls'] === true && String(settings['url']).startsWith('ldaps:'))
@@ -324,8 +329,8 @@ async function checkOnly(deps: Pick<ProviderDeps, 'store'>, id: string, only: un
   if (other) throw conflict`${other.name} (${other.id}) is the only way in already: update it with only off first`;
 }
 
-function checkName(value: string | undefined, required: boolean): string | undefined {
-  const name = checkText(value, 'name', required ? 'what the sign-in page calls it ("Continue with NAME")' : null);
+function checkName(value: string | undefined, mayBeLeftOut: boolean): string | undefined {
+  const name = checkText(value, 'name', 'what the sign-in page calls it ("Continue with NAME")', mayBeLeftOut);
   if (name !== undefined && name.length > MAX_PROVIDER_NAME) throw invalid`${field('name')} must be at most ${MAX_PROVIDER_NAME} characters`;
   return name;
 }
@@ -341,12 +346,14 @@ function checkPosition(value: number | undefined): number | undefined {
  * must know before its client for Tessera exists, so it is worked out alone.
  */
 export function providerIdFor(input: Pick<ProviderInput, 'id' | 'name'>): string {
-  const name = checkName(input.name, true)!;
+  const name = checkName(input.name, false)!;
   const id =
     input.id?.trim() ||
     name
       .toLowerCase()
       .normalize('NFKD')
+      // NFKD parts a letter from its accent ("ü" is "u" and U+0308): the accent goes.
+      .replace(/\p{M}+/gu, '')
       .replace(/[^a-z0-9]+/g, '-')
       .replace(/^-+|-+$/g, '')
       .slice(0, 40)
@@ -359,7 +366,7 @@ export function providerIdFor(input: Pick<ProviderInput, 'id' | 'name'>): string
 export async function addProvider(deps: ProviderDeps, input: ProviderInput): Promise<IdentityProviderRecord> {
   const kind = PROVIDER_KINDS.find((candidate) => candidate === input.kind);
   if (kind === undefined) throw invalid`${field('kind')} ${input.kind ?? ''}: one of ${PROVIDER_KINDS.join(', ')}`;
-  const name = checkName(input.name, true)!;
+  const name = checkName(input.name, false)!;
   const id = providerIdFor({ ...input, name });
   const { settings, secret } = build(kind, null, input);
   await checkTrust(deps, null, settings, input);
@@ -401,7 +408,7 @@ export async function updateProvider(deps: ProviderDeps, id: string, input: Prov
   const current = await getProvider(deps, id);
   if (input.kind !== undefined && input.kind !== current.kind) throw invalid`${field('kind')}: a provider's kind cannot change; remove it and add another`;
   if (input.id !== undefined && input.id !== id) throw invalid`${field('id')}: a provider's id cannot change (it is in the redirect URI registered upstream)`;
-  const name = checkName(input.name, false);
+  const name = checkName(input.name, true);
   const { settings, secret } = build(current.kind, current, input);
   await checkTrust(deps, current, settings, input);
   await checkOnly(deps, id, settings['only']);

@@ -52,6 +52,15 @@ export function upstreamFailure(error: unknown): UpstreamFailure {
   }
   if (error instanceof oidc.AuthorizationResponseError) return new UpstreamFailure('upstream_error', error.error, { cause: error });
   if (error instanceof oidc.ResponseBodyError) return new UpstreamFailure('upstream_error', `${error.error} (HTTP ${error.status})`, { cause: error });
+  // GitHub refuses a code or the client's credentials with 200 and an OAuth error body
+  // ({"error": "bad_verification_code"}), which openid-client reads as an answer without an
+  // access_token; the body is the last cause. Its error code, RFC 6749 §5.2's characters only,
+  // tells the operator which (the client secret, say), where the missing field would not.
+  for (let cause: unknown = error; typeof cause === 'object' && cause !== null; cause = (cause as { cause?: unknown }).cause) {
+    const code = (cause as { body?: { error?: unknown } }).body?.error;
+    if (typeof code === 'string' && /^[\x20\x21\x23-\x5B\x5D-\x7E]{1,100}$/.test(code))
+      return new UpstreamFailure('upstream_error', `${code} (HTTP 200, no access token)`, { cause: error });
+  }
   for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
     if (cause instanceof AnswerTooLargeError) return new UpstreamFailure('invalid_response', cause.message, { cause: error });
   }

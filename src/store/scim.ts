@@ -49,7 +49,7 @@ export type ScimCondition<F extends string> =
 
 /**
  * One page of a list (RFC 7644 §3.4.2): the resources `where` holds for (all: null), ordered by
- * `sortBy` (those without a value last, whichever the order; then oldest first), from `offset`.
+ * `sortBy` (those without a value last if ascending and first if descending, §3.4.2.3; then oldest first), from `offset`.
  */
 export interface ScimSearch<F extends string> {
   readonly where: ScimCondition<F> | null;

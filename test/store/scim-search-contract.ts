@@ -4,7 +4,7 @@
  * (random ones among them), the accounts and groups the database finds are exactly those the
  * filter's own evaluation over the rendered resources finds (filter.ts `matches`), LIKE's
  * `%`, `_` and `\` taken literally, case as each attribute says; the order is the in-memory
- * sort's, those without a value last; pages and counts are the database's.
+ * sort's, those without a value last if ascending and first if descending; pages and counts are the database's.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -235,7 +235,7 @@ export function scimSearchContract({ store: current, unique, givenUser }: ScimSe
       assert.ok(compared > 100, `${compared} filters compared`);
     });
 
-    it('sorts as the in-memory sort does (without a value last, whichever the order), and pages and counts in the database', async () => {
+    it('sorts as the in-memory sort does (without a value last if ascending, first if descending), and pages and counts in the database', async () => {
       const store = current();
       const tag = unique('o')
         .replace(/[^a-z0-9]/gi, '')

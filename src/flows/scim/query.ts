@@ -177,10 +177,12 @@ export function listResponse(kind: ResourceKind, resources: readonly Json[], par
   let found = filter === null ? [...resources] : resources.filter((resource) => matches(resource, filter, context));
   if (sort !== null) {
     const keyed = found.map((resource) => ({ resource, key: sortValue(resource, kind, sort.path) }));
-    // §3.4.2.3: resources without the attribute sort last, whichever the order.
-    keyed.sort((a, b) =>
-      a.key === null ? (b.key === null ? 0 : 1) : b.key === null ? -1 : (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) * (sort.descending ? -1 : 1),
-    );
+    // §3.4.2.3: "if there is no data for the specified "sortBy" value, they are sorted via the
+    // "sortOrder" parameter, i.e., they are ordered last if ascending and first if descending":
+    // no value sorts after every value, and the order turns it round. Ties keep the list's order.
+    const ascending = (a: (typeof keyed)[number], b: (typeof keyed)[number]) =>
+      a.key === null ? (b.key === null ? 0 : 1) : b.key === null ? -1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+    keyed.sort((a, b) => ascending(a, b) * (sort.descending ? -1 : 1));
     found = keyed.map((item) => item.resource);
   }
   return pageResponse(kind, found.slice(parsed.start - 1, parsed.start - 1 + parsed.count), found.length, parsed);

@@ -17,10 +17,10 @@ export const PROTECTED_RESOURCE_WELL_KNOWN = '/.well-known/oauth-protected-resou
  */
 export function metadataLocation(url: string): { readonly metadataUrl: string; readonly resource: string } {
   const parsed = new URL(url);
-  if (parsed.pathname.startsWith(PROTECTED_RESOURCE_WELL_KNOWN)) {
-    const rest = parsed.pathname.slice(PROTECTED_RESOURCE_WELL_KNOWN.length);
-    return { metadataUrl: parsed.href, resource: `${parsed.origin}${rest === '' ? '' : rest}${parsed.search}` };
-  }
+  const rest = parsed.pathname.startsWith(PROTECTED_RESOURCE_WELL_KNOWN) ? parsed.pathname.slice(PROTECTED_RESOURCE_WELL_KNOWN.length) : null;
+  // The metadata's own address: the suffix whole, then the end or the resource's path (not
+  // /.well-known/oauth-protected-resourcex, a resource's path of its own).
+  if (rest !== null && (rest === '' || rest.startsWith('/'))) return { metadataUrl: parsed.href, resource: `${parsed.origin}${rest}${parsed.search}` };
   const path = parsed.pathname === '/' ? '' : parsed.pathname;
   // The identifier as typed: `https://mcp.example.com` and `https://mcp.example.com/` are two.
   return { metadataUrl: `${parsed.origin}${PROTECTED_RESOURCE_WELL_KNOWN}${path}${parsed.search}`, resource: url };

@@ -18,6 +18,9 @@ export type Prompt = (typeof PROMPT_VALUES)[number];
  * Post Response Mode §2), a form the browser posts to the redirect URI.
  */
 export const RESPONSE_MODES = ['query', 'form_post'] as const;
+
+/** A browser posts forms to web addresses only, not to an app's private-use scheme: there, form_post's answer goes in the query. */
+const formPostable = (redirectUri: string): boolean => /^https?:/.test(redirectUri);
 export type ResponseMode = (typeof RESPONSE_MODES)[number];
 
 /** A validated authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, OIDC Core §3.1.2.1). */
@@ -144,8 +147,7 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
   const fail = (error: OAuthError): RequestCheck => ({ kind: 'redirect', redirectUri, responseMode, state, error });
   if (mode !== null && mode !== responseMode)
     return fail(new OAuthError('invalid_request', `response_mode ${mode.slice(0, 40)} is not supported (query, form_post)`));
-  // A browser posts forms to web addresses only, not to an app's private-use scheme.
-  if (responseMode === 'form_post' && !/^https?:/.test(redirectUri)) {
+  if (responseMode === 'form_post' && !formPostable(redirectUri)) {
     return {
       kind: 'redirect',
       redirectUri,
@@ -312,7 +314,8 @@ async function takeRequestObject(
     };
     const redirectUri = named('redirect_uri');
     if (redirectUri === null || !redirectUriRegistered(client.redirectUris, redirectUri)) return { kind: 'fatal', error };
-    return { kind: 'redirect', redirectUri, responseMode: named('response_mode') === 'form_post' ? 'form_post' : 'query', state: named('state'), error };
+    const responseMode = named('response_mode') === 'form_post' && formPostable(redirectUri) ? 'form_post' : 'query';
+    return { kind: 'redirect', redirectUri, responseMode, state: named('state'), error };
   }
 }
 

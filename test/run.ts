@@ -136,9 +136,51 @@ interface ShardClock {
   lastEnd: number | null;
 }
 
-/** Adds `outcome` to its file's tally (a test of no file, a global hook's, to `(no file)`); returns that file. */
-function tallyOutcome(tallies: Map<string, FileTally>, outcome: Outcome, shard: ShardClock): string {
-  const file = outcome.file === null ? '(no file)' : relative(ROOT, outcome.file.startsWith('file:') ? fileURLToPath(outcome.file) : outcome.file);
+/** The file node:test names for `outcome`: the one that called its `it` or `describe` (a test of no file, a global hook's, `(no file)`). */
+function namedFile(outcome: Outcome): string {
+  return outcome.file === null ? '(no file)' : relative(ROOT, outcome.file.startsWith('file:') ? fileURLToPath(outcome.file) : outcome.file);
+}
+
+/**
+ * The test file of the shard that each outcome counts for. node:test names the file that called
+ * `it` or `describe`, and a suite a helper registers names the helper, not the test file that
+ * called it: the store contract's (test/store/contract.ts, from test/store/sqlite.test.ts and
+ * postgres.test.ts), a PostgreSQL suite's (helpers/postgres.ts). Counted under the helper's
+ * name, a failure there left test/store/sqlite.test.ts's line saying "12 tests, 12 pass", and
+ * the line to run it again named a file that holds no test. So a top-level test, with all
+ * within it, counts for its own file when the shard runs that file; else for the first such
+ * file among the tests within it (a PostgreSQL suite's body is its test file's); else (the
+ * store contract, every test of which is the helper's) for the file of the next top-level test
+ * that has one, the file whose loading registered it (a shard loads its files one after another,
+ * each registering its top-level tests in order, the helpers' before its own), or the last's
+ * when none comes after.
+ */
+function owners(outcomes: readonly Outcome[], files: ReadonlySet<string>): string[] {
+  const named = outcomes.map(namedFile);
+  // The top-level tests, each from its first event to its end.
+  const groups: { from: number; to: number; owner: string | null }[] = [];
+  let open = false;
+  for (const [i, outcome] of outcomes.entries()) {
+    if (outcome.nesting === 0 && !open && outcome.event !== 'end') {
+      groups.push({ from: i, to: i, owner: null });
+      open = true;
+    }
+    const group = groups.at(-1);
+    if (open && group !== undefined) group.to = i;
+    if (outcome.nesting === 0 && outcome.event === 'end') open = false;
+  }
+  for (const group of groups) {
+    const own = named[group.from]!;
+    group.owner = files.has(own) ? own : (named.slice(group.from, group.to + 1).find((file) => files.has(file)) ?? null);
+  }
+  for (const [i, group] of groups.entries()) group.owner ??= groups.slice(i + 1).find((later) => later.owner !== null)?.owner ?? groups[i - 1]?.owner ?? null;
+  const owner = [...named];
+  for (const group of groups) if (group.owner !== null) owner.fill(group.owner, group.from, group.to + 1);
+  return owner;
+}
+
+/** Adds `outcome` to the tally of `file`, the test file it counts for (`owners`); returns that file. */
+function tallyOutcome(tallies: Map<string, FileTally>, outcome: Outcome, file: string, shard: ShardClock): string {
   let tally = tallies.get(file);
   if (tally === undefined) tallies.set(file, (tally = newTally(shard.lastEnd ?? outcome.at)));
   tally.started = true;
@@ -217,6 +259,7 @@ async function runShards(): Promise<boolean> {
   const started = Date.now();
   const totals = Object.fromEntries(COUNTS.map((name) => [name, 0])) as Record<(typeof COUNTS)[number], number>;
   const failures: string[] = [];
+  const failedFiles = new Set<string>();
   const outcomesDir = mkdtempSync(join(tmpdir(), 'tessera-outcomes-'));
   /** Each file's milliseconds in its shard, for --record. */
   const measured = new Map<string, number>();
@@ -226,6 +269,7 @@ async function runShards(): Promise<boolean> {
       let done = false;
       let lastFile: string | null = null;
       const clock: ShardClock = { lastEnd: null };
+      const outcomes: Outcome[] = [];
       const file = join(outcomesDir, `shard-${index + 1}.jsonl`);
       const { output, code } = await node(
         [
@@ -241,13 +285,17 @@ async function runShards(): Promise<boolean> {
           file,
           onOutcome: (outcome) => {
             if (outcome.event === 'done') done = true;
-            else lastFile = tallyOutcome(tallies, outcome, clock);
+            else outcomes.push(outcome);
           },
         },
       );
+      const counted = owners(outcomes, new Set(shard.files));
+      for (const [i, outcome] of outcomes.entries()) lastFile = tallyOutcome(tallies, outcome, counted[i]!, clock);
       // The shard's report ended (its summary came) unless the process ended first.
       const shardEnded = done ? null : `the shard ended (status ${code})`;
-      const lines = shard.files.toSorted().map((file) => fileLine(file, tallies.get(file), shardEnded, file === lastFile));
+      const lines = shard.files.toSorted().map((file) => ({ file, ...fileLine(file, tallies.get(file), shardEnded, file === lastFile) }));
+      // Tests counted for no file of the shard (a global hook's): a line of their own, so that none is left out of the lines.
+      for (const [name, tally] of tallies) if (!shard.files.includes(name)) lines.push({ file: name, ...fileLine(name, tally, shardEnded, false) });
       // Each shard's report whole, as it ends (reports interleaved line by line would not read),
       // but for its list of failures, which comes once for all shards at the end; then a line for each of its files.
       const failing = output.indexOf('\n✖ failing tests:');
@@ -257,7 +305,9 @@ async function runShards(): Promise<boolean> {
       for (const tally of tallies.values()) for (const name of COUNTS) totals[name] += tally.counts[name];
       for (const [name, tally] of tallies) measured.set(name, tally.until - tally.since);
       if (failing !== -1) failures.push(output.slice(failing + 1).trimEnd());
+      for (const [name, tally] of tallies) if (shard.files.includes(name) && (tally.counts.fail > 0 || tally.counts.cancelled > 0)) failedFiles.add(name);
       const unfinished = lines.filter(({ whole }) => !whole).map(({ line }) => line);
+      for (const { file, whole } of lines) if (!whole) failedFiles.add(file);
       if (unfinished.length > 0) failures.push(`✖ shard ${index + 1} ended (status ${code}) before its report did:\n${unfinished.join('\n')}`);
       if (code !== 0 && failing === -1 && unfinished.length === 0)
         failures.push(`✖ shard ${index + 1} ended with status ${code}; its files: ${shard.files.join(' ')}`);
@@ -279,7 +329,9 @@ async function runShards(): Promise<boolean> {
     process.stdout.write(`written: ${relative(process.cwd(), DURATIONS)}\n`);
   }
   // The failures at the end, where a reader of a long log looks, with the command that runs their files alone.
-  const failed = [...new Set(Array.from(failures.join('\n').matchAll(/^test at (.+?):\d+:\d+$/gm), (match) => match[1]!))];
+  // The test files whose tests failed, not the files the failing lines are in: a helper's test
+  // (the store contract's) runs again only with the test file that called it.
+  const failed = [...failedFiles].toSorted();
   if (failures.length > 0)
     process.stdout.write(`\n${failures.join('\n\n')}\n${failed.length > 0 ? `\nagain on their own: npm test -- ${failed.join(' ')}\n` : ''}`);
   process.stdout.write(

@@ -184,7 +184,8 @@ export function statusResponse(
   input: {
     readonly idp: string;
     readonly acsUrl: string;
-    readonly inResponseTo: string;
+    /** The request answered; null for a sign-in the IdP began, whose Response "MUST NOT" have the attribute (SAML Core §3.2.2). */
+    readonly inResponseTo: string | null;
     readonly now: number;
     readonly status: string;
     readonly message?: string;
@@ -195,7 +196,7 @@ export function statusResponse(
   const top =
     second === null ? input.status : input.status === STATUS.noPassive || input.status === STATUS.invalidNameIdPolicy ? STATUS.requester : STATUS.responder;
   const response =
-    `<samlp:Response xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${xmlEscape(input.acsUrl)}" InResponseTo="${xmlEscape(input.inResponseTo)}">` +
+    `<samlp:Response xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${xmlEscape(input.acsUrl)}"${input.inResponseTo === null ? '' : ` InResponseTo="${xmlEscape(input.inResponseTo)}"`}>` +
     `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>` +
     `<samlp:Status><samlp:StatusCode Value="${top}">${second === null ? '' : `<samlp:StatusCode Value="${second}"/>`}</samlp:StatusCode>${input.message === undefined ? '' : `<samlp:StatusMessage>${xmlEscape(input.message)}</samlp:StatusMessage>`}</samlp:Status>` +
     '</samlp:Response>';

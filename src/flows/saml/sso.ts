@@ -165,7 +165,7 @@ export async function samlAnswer(
     const status = {
       idp: deps.idp,
       acsUrl,
-      inResponseTo: pending.request ?? '',
+      inResponseTo: pending.request,
       now: deps.now,
       status: STATUS.invalidNameIdPolicy,
       message: `this SP is given ${NAME_ID_FORMAT_URIS[sp.nameIdFormat]} NameIDs${sp.nameIdFormat === 'email' ? ', and the person has no e-mail address' : ''}`,
@@ -211,5 +211,5 @@ export function samlStatus(
   message: string,
 ): { readonly xml: string; readonly acsUrl: string } {
   const acsUrl = sp.acsUrls[pending.acs] ?? sp.acsUrls[0]!;
-  return { xml: statusResponse({ idp: deps.idp, acsUrl, inResponseTo: pending.request ?? '', now: deps.now, status, message }, deps.signer), acsUrl };
+  return { xml: statusResponse({ idp: deps.idp, acsUrl, inResponseTo: pending.request, now: deps.now, status, message }, deps.signer), acsUrl };
 }

@@ -25,6 +25,7 @@ import { mailOutbox, type MailMessage, type MailOutbox } from '../../src/flows/m
 import { KeyEncryption } from '../../src/tokens/key-encryption.ts';
 import { secretBox, type SecretBox } from '../../src/tokens/secret-box.ts';
 import { randomBytes } from 'node:crypto';
+import type { CookiePort } from '../../src/flows/session/cookies.ts';
 
 export const FLOW_ISSUER = 'https://auth.example.com';
 
@@ -124,4 +125,23 @@ export async function queuedMail(world: FlowWorld, events: readonly AuditEvent[]
 export async function ssfReceivers(world: FlowWorld): Promise<[ClientRecord, ClientRecord]> {
   const receiver = (name: string) => world.addClient({ client_name: name, grant_types: ['client_credentials'], scope: 'ssf:manage' });
   return [(await receiver('Receiver')).client, (await receiver('Other receiver')).client];
+}
+
+/** A browser's cookie jar for a flow: what the flow set (`jar`), for how long (`lifetimes`), and each write and clearing in order (`writes`). */
+export class CookieJar implements CookiePort {
+  readonly jar = new Map<string, string>();
+  readonly lifetimes = new Map<string, number>();
+  readonly writes: { name: string; value: string | null; maxAgeSeconds: number | null }[] = [];
+  read(name: string): string | undefined {
+    return this.jar.get(name);
+  }
+  set(name: string, value: string, maxAgeSeconds: number): void {
+    this.jar.set(name, value);
+    this.lifetimes.set(name, maxAgeSeconds);
+    this.writes.push({ name, value, maxAgeSeconds });
+  }
+  clear(name: string): void {
+    this.jar.delete(name);
+    this.writes.push({ name, value: null, maxAgeSeconds: null });
+  }
 }

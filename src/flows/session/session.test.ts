@@ -15,31 +15,15 @@ import { enrolmentLimits } from '../sign-in.ts';
 import type { FlowDeps } from '../types.ts';
 import { changePassword, setUserDisabled } from '../users.ts';
 import { PasswordQueue } from '../../core/password-queue.ts';
-import { cookieNames, type CookiePort } from './cookies.ts';
+import { CookieJar } from '../../../test/helpers/flows.ts';
+import { cookieNames } from './cookies.ts';
 import { beginSession, endEverywhere, endSession, signedIn, type Browser } from './session.ts';
 import { afterFirstStep, completeSecondFactor } from './sign-in.ts';
-
-/** A browser's cookie jar that records what the flow set and cleared, and for how long. */
-class RecordingCookies implements CookiePort {
-  readonly jar = new Map<string, string>();
-  readonly writes: { name: string; value: string | null; maxAgeSeconds: number | null }[] = [];
-  read(name: string): string | undefined {
-    return this.jar.get(name);
-  }
-  set(name: string, value: string, maxAgeSeconds: number): void {
-    this.jar.set(name, value);
-    this.writes.push({ name, value, maxAgeSeconds });
-  }
-  clear(name: string): void {
-    this.jar.delete(name);
-    this.writes.push({ name, value: null, maxAgeSeconds: null });
-  }
-}
 
 const T0 = Date.UTC(2026, 0, 1);
 const warnings: string[] = [];
 
-function browserWith(cookies: RecordingCookies, ip = '192.0.2.1'): Browser {
+function browserWith(cookies: CookieJar, ip = '192.0.2.1'): Browser {
   return { cookies, ip, userAgent: 'TestBrowser/1.0', log: { warn: (_details, message) => void warnings.push(message) } };
 }
 
@@ -122,7 +106,7 @@ describe('the browser session flow', () => {
 
   it('begins a session: a session cookie for the session lifetime, the sign-in recorded with how and for which app', async () => {
     const since = moment();
-    const cookies = new RecordingCookies();
+    const cookies = new CookieJar();
     const session = await beginSession(deps, browserWith(cookies), ada, ['pwd'], { clientId: 'app-1' });
     assert.ok(session);
     assert.deepEqual(
@@ -144,7 +128,7 @@ describe('the browser session flow', () => {
   });
 
   it('continues the OIDC session when the same person signs in again, under a new cookie, and ends nothing', async () => {
-    const cookies = new RecordingCookies();
+    const cookies = new CookieJar();
     const first = await beginSession(deps, browserWith(cookies), ada, ['pwd'], { clientId: null });
     const firstCookie = cookies.jar.get(names.session);
     const clientId = await clientIn(first!.sid);
@@ -161,7 +145,7 @@ describe('the browser session flow', () => {
   });
 
   it('ends the session of someone else signed in in the browser, recording the logout and telling its apps', async () => {
-    const cookies = new RecordingCookies();
+    const cookies = new CookieJar();
     const bobs = await beginSession(deps, browserWith(cookies), bob, ['pwd'], { clientId: null });
     await clientIn(bobs!.sid);
     const since = moment();
@@ -179,7 +163,7 @@ describe('the browser session flow', () => {
   });
 
   it('writes nothing when its guard refuses (a waiting sign-in completed by another request)', async () => {
-    const cookies = new RecordingCookies();
+    const cookies = new CookieJar();
     const since = moment();
     const session = await beginSession(deps, browserWith(cookies), ada, ['pwd'], { clientId: null }, { guard: async () => false });
     assert.equal(session, null);
@@ -189,7 +173,7 @@ describe('the browser session flow', () => {
   });
 
   it('signs out ("user"): the cookie cleared, the session gone, `logout` recorded, its apps told', async () => {
-    const cookies = new RecordingCookies();
+    const cookies = new CookieJar();
     const session = await beginSession(deps, browserWith(cookies), ada, ['pwd'], { clientId: null });
     await clientIn(session!.sid);
     const since = moment();
@@ -210,7 +194,7 @@ describe('the browser session flow', () => {
   });
 
   it('records an app\'s logout request as "rp", naming the app', async () => {
-    const cookies = new RecordingCookies();
+    const cookies = new CookieJar();
     await beginSession(deps, browserWith(cookies), ada, ['pwd'], { clientId: null });
     const since = moment();
     await endSession(deps, browserWith(cookies), 'rp', 'app-2');
@@ -221,9 +205,9 @@ describe('the browser session flow', () => {
   });
 
   it("signs out everywhere: every session of the person ends, nobody else's, one `logout` saying how many", async () => {
-    const here = new RecordingCookies();
-    const there = new RecordingCookies();
-    const elsewhere = new RecordingCookies();
+    const here = new CookieJar();
+    const there = new CookieJar();
+    const elsewhere = new CookieJar();
     const mine = [
       await beginSession(deps, browserWith(here), ada, ['pwd'], { clientId: null }),
       await beginSession(deps, browserWith(there, '198.51.100.7'), ada, ['pwd'], { clientId: null }),
@@ -246,8 +230,8 @@ describe('the browser session flow', () => {
   });
 
   it('records the sessions a new password and an operator end, with what ended them', async () => {
-    const mine = new RecordingCookies();
-    const other = new RecordingCookies();
+    const mine = new CookieJar();
+    const other = new CookieJar();
     const kept = await beginSession(deps, browserWith(mine), bob, ['pwd'], { clientId: null });
     await beginSession(deps, browserWith(other), bob, ['pwd'], { clientId: null });
     let since = moment();
@@ -291,13 +275,13 @@ describe('the browser session flow', () => {
     });
 
     it('signs a person without codes in at once, with a password', async () => {
-      const cookies = new RecordingCookies();
+      const cookies = new CookieJar();
       assert.equal(await afterFirstStep(deps, browserWith(cookies), ada, ['pwd'], { clientId: null }), 'signed-in');
       assert.deepEqual((await signedIn(deps, { cookies }))?.session.amr, ['pwd']);
     });
 
     it('keeps a sign-in waiting for its code under its own cookie, for the pending sign-in timeout only', async () => {
-      const cookies = new RecordingCookies();
+      const cookies = new CookieJar();
       assert.equal(await afterFirstStep(deps, browserWith(cookies), cara, ['pwd'], { clientId: null }), 'second-factor');
       assert.deepEqual(
         cookies.writes.map((write) => [write.name, write.maxAgeSeconds]),
@@ -313,7 +297,7 @@ describe('the browser session flow', () => {
     });
 
     it('signs in with the right code, once: the waiting sign-in is used up with the session begun and recorded', async () => {
-      const cookies = new RecordingCookies();
+      const cookies = new CookieJar();
       await afterFirstStep(deps, browserWith(cookies), cara, ['pwd'], { clientId: 'app-3' });
       const pending = cookies.jar.get(names.pending)!;
       clock.advance(31_000);
@@ -337,12 +321,12 @@ describe('the browser session flow', () => {
     });
 
     it('records what a first step proved and no more: nothing named, then a code, is the code alone', async () => {
-      const without = new RecordingCookies();
+      const without = new CookieJar();
       assert.equal(await afterFirstStep(deps, browserWith(without), ada, [], { clientId: null }), 'signed-in');
       const bare = (await signedIn(deps, { cookies: without }))!.session;
       assert.deepEqual(bare.amr, []);
       assert.equal(hasSecondFactor(sessionMethods(bare)), false);
-      const cookies = new RecordingCookies();
+      const cookies = new CookieJar();
       assert.equal(await afterFirstStep(deps, browserWith(cookies), cara, [], { clientId: null }), 'second-factor');
       clock.advance(31_000);
       const step = await completeSecondFactor(deps, browserWith(cookies), totpAt(secret, clock.now()), { clientId: null });
@@ -353,7 +337,7 @@ describe('the browser session flow', () => {
     });
 
     it("keeps an upstream provider's methods across the code step", async () => {
-      const cookies = new RecordingCookies();
+      const cookies = new CookieJar();
       assert.equal(await afterFirstStep(deps, browserWith(cookies), cara, ['hwk', 'mfa'], { clientId: null }), 'second-factor');
       clock.advance(31_000);
       assert.equal((await completeSecondFactor(deps, browserWith(cookies), totpAt(secret, clock.now()), { clientId: null })).kind, 'signed-in');

@@ -14,9 +14,8 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
-import { FLOW_ISSUER, flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { FLOW_ISSUER, flowWorld, type FlowWorld, CookieJar } from '../../../test/helpers/flows.ts';
 import { closeServer, listenOnFreePort } from '../../../test/helpers/server.ts';
-import type { CookiePort } from '../session/cookies.ts';
 import type { Browser } from '../session/session.ts';
 import { addProvider, type ProviderInput } from '../manage/providers.ts';
 import type { UpstreamIdentity } from './accounts.ts';
@@ -83,20 +82,6 @@ async function fakeGithub() {
     }),
   );
   return { state, url: `http://127.0.0.1:${port}`, close: () => closeServer(server) };
-}
-
-/** A browser's cookie jar that keeps what the flow sets. */
-class Cookies implements CookiePort {
-  readonly jar = new Map<string, string>();
-  read(name: string): string | undefined {
-    return this.jar.get(name);
-  }
-  set(name: string, value: string): void {
-    this.jar.set(name, value);
-  }
-  clear(name: string): void {
-    this.jar.delete(name);
-  }
 }
 
 describe('signing in with GitHub (flows/upstream/github.ts)', () => {
@@ -340,7 +325,7 @@ describe('signing in with GitHub (flows/upstream/github.ts)', () => {
     /** A sign-in with GitHub in a browser of its own, from the start to GitHub's answer. */
     async function signIn(record: IdentityProviderRecord) {
       n += 1;
-      const cookies = new Cookies();
+      const cookies = new CookieJar();
       const browser: Browser = { cookies, ip: `192.0.2.${n}`, userAgent: 'TestBrowser/1.0', log: { warn: () => {} } };
       const start = await startUpstream(deps, browser, record.id, { returnTo: '/account', clientId: null });
       assert.equal(start.kind, 'redirect');

@@ -18,9 +18,9 @@ import { hashSecret } from '../../core/crypto.ts';
 import type { AuditEvent } from '../../core/events.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import type { ClientRecord } from '../../store/types.ts';
-import { FLOW_ISSUER, flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { FLOW_ISSUER, flowWorld, outcome, type FlowWorld, CookieJar } from '../../../test/helpers/flows.ts';
 import { closeServer, listenOnFreePort } from '../../../test/helpers/server.ts';
-import { cookieNames, type CookiePort } from '../session/cookies.ts';
+import { cookieNames } from '../session/cookies.ts';
 import type { Browser } from '../session/session.ts';
 import { addProvider, type ProviderDeps, type ProviderInput } from '../manage/providers.ts';
 import { providerSettings, upstreamRedirectUri } from './settings.ts';
@@ -68,22 +68,6 @@ async function fakeUpstream() {
   return { seen, url: base, close: () => closeServer(server) };
 }
 
-/** A browser's cookie jar that records for how long the flow set each cookie. */
-class Cookies implements CookiePort {
-  readonly jar = new Map<string, string>();
-  readonly lifetimes = new Map<string, number>();
-  read(name: string): string | undefined {
-    return this.jar.get(name);
-  }
-  set(name: string, value: string, maxAgeSeconds: number): void {
-    this.jar.set(name, value);
-    this.lifetimes.set(name, maxAgeSeconds);
-  }
-  clear(name: string): void {
-    this.jar.delete(name);
-  }
-}
-
 describe('signing in through an upstream provider (flows/upstream/sign-in.ts)', () => {
   let world: FlowWorld;
   let upstream: Awaited<ReturnType<typeof fakeUpstream>>;
@@ -125,9 +109,9 @@ describe('signing in through an upstream provider (flows/upstream/sign-in.ts)', 
 
   let browsers = 0;
   /** A browser of its own: its own cookies and address (what its events are found by). */
-  function browser(): Browser & { cookies: Cookies } {
+  function browser(): Browser & { cookies: CookieJar } {
     browsers += 1;
-    return { cookies: new Cookies(), ip: `192.0.2.${browsers}`, userAgent: 'TestBrowser/1.0', log: { warn: () => {} } };
+    return { cookies: new CookieJar(), ip: `192.0.2.${browsers}`, userAgent: 'TestBrowser/1.0', log: { warn: () => {} } };
   }
 
   /** A sign-in sent to `record` from a browser of its own: the browser, the URL it went to, and its state. */

@@ -6,6 +6,7 @@
  * again a bounded number of times, then the failure is logged with the client.
  */
 import type { LogoutSettings } from '../../config/index.ts';
+import { fetchFailure } from '../../core/fetch-failure.ts';
 import { clientUrlFetch } from '../../core/outbound.ts';
 import type { ClientRecord, SessionRecord } from '../../store/types.ts';
 import type { FlowDeps } from '../types.ts';
@@ -76,7 +77,8 @@ async function deliver(send: typeof fetch, delivery: Delivery, settings: LogoutS
       problem = `answered ${response.status}`;
       if (response.status < 500) break;
     } catch (error) {
-      problem = error instanceof Error ? error.message : String(error);
+      // Why, as the SSF dispatcher says it: fetch's own message is only "fetch failed".
+      problem = fetchFailure(error);
     }
   }
   log.warn({ client: delivery.client.id, uri: delivery.uri, problem }, 'back-channel logout could not be delivered');

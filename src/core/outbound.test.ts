@@ -97,9 +97,11 @@ function listenDuringSuite(server: Server, bound: (port: number) => void): void 
 describe('requests to a URL a client registered', () => {
   let port = 0;
   let requests = 0;
-  const server = createServer((_request, response) => {
+  const server = createServer((request, response) => {
     requests += 1;
-    response.end('{"keys":[]}');
+    // A redirect to an address written out, which no lookup sees.
+    if (request.url === '/to-zero') response.writeHead(302, { location: `http://0.0.0.0:${port}/jwks` }).end();
+    else response.end('{"keys":[]}');
   });
   listenDuringSuite(server, (bound) => (port = bound));
 
@@ -130,6 +132,28 @@ describe('requests to a URL a client registered', () => {
       assert.match(String(refused.cause?.message), new RegExp(`${host} resolves to a private or link-local address`));
     }
     assert.equal(requests, before);
+  });
+
+  it('are refused, before connecting, at an address written in the URL or in a redirect, which Node connects to without a lookup', async () => {
+    const before = requests;
+    const refusedAt = (url: string, fetcher = send) =>
+      fetcher(url).then(
+        () => null,
+        (error: unknown) => error as Error & { cause?: { code?: string; message?: string } },
+      );
+    const zero = await refusedAt(`http://0.0.0.0:${port}/jwks`);
+    assert.equal(zero?.cause?.code, 'EPRIVATENETWORK', String(zero?.cause?.message));
+    assert.match(String(zero?.cause?.message), /0\.0\.0\.0 is a private or link-local address/);
+    const registrant = outboundFetch({ selfRegistered: true, allowPrivateNetworks: true });
+    for (const url of [`http://127.0.0.1:${port}/jwks`, `http://[::1]:${port}/jwks`, `http://[::ffff:127.0.0.1]:${port}/jwks`]) {
+      const refused = await refusedAt(url, registrant);
+      assert.equal(refused?.cause?.code, 'EPRIVATENETWORK', `${url}: ${String(refused?.cause?.message)}`);
+    }
+    assert.equal(requests, before, 'no request reached the server');
+    // A redirect from an allowed name to an address written out: the first request is answered, the second never made.
+    const redirected = await refusedAt(`http://keys.example:${port}/to-zero`);
+    assert.equal(redirected?.cause?.code, 'EPRIVATENETWORK', String(redirected?.cause?.message));
+    assert.equal(requests, before + 1);
   });
 
   it('connect to the allowed address of a name that also has a refused one', async () => {
@@ -213,6 +237,19 @@ describe('posts to a URL a client registered (pushed deliveries)', () => {
     );
     assert.ok(refused, 'zero.example was posted to');
     assert.equal(refused.code, 'EPRIVATENETWORK', refused.message);
+    assert.equal(requests, before);
+  });
+
+  it("are refused, before connecting, at an address written in the URL: a delegate's webhook on loopback once private networks are not allowed", async () => {
+    const before = requests;
+    const delegated = outboundPost({ selfRegistered: false, allowPrivateNetworks: false, delegated: true }, resolver);
+    for (const url of [`http://127.0.0.1:${port}/caep`, `http://0.0.0.0:${port}/caep`, `http://[::1]:${port}/caep`]) {
+      const refused = await delegated(url, request).then(
+        () => null,
+        (error: unknown) => error as Error & { code?: string },
+      );
+      assert.equal(refused?.code, 'EPRIVATENETWORK', `${url}: ${String(refused?.message)}`);
+    }
     assert.equal(requests, before);
   });
 

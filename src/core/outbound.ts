@@ -14,7 +14,7 @@
  * operator added go through `upstreamFetch`, which bounds how much of an answer is read.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
-import type { LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { isLoopbackHost, isPrivateNetworkHost } from './networks.ts';
 
@@ -81,14 +81,35 @@ export function requestRefusal(host: string, rule: UrlRule): string | null {
 }
 
 /** A lookup that leaves out the addresses `rule` refuses, and fails when none is left. */
+/** The addresses `rule` refuses, in words. */
+const refusedKind = (rule: UrlRule): string =>
+  rule.selfRegistered || (rule.delegated && !rule.allowPrivateNetworks) ? 'a private, link-local or loopback address' : 'a private or link-local address';
+
 export function publicNetworkLookup(rule: UrlRule = { selfRegistered: false, allowPrivateNetworks: false }, resolve: Resolver = dnsLookup): LookupFunction {
-  const refused =
-    rule.selfRegistered || (rule.delegated && !rule.allowPrivateNetworks) ? 'a private, link-local or loopback address' : 'a private or link-local address';
   return guardedLookup(
     (address) => requestRefusal(address, rule) !== null,
-    (hostname) => new PrivateNetworkError(`${hostname} resolves to ${refused}`),
+    (hostname) => new PrivateNetworkError(`${hostname} resolves to ${refusedKind(rule)}`),
     resolve,
   );
+}
+
+/**
+ * undici's connector for `rule`: a name is looked up by publicNetworkLookup, and an address
+ * written in the URL (http://127.0.0.1/, http://[fd00::8]/, a redirect's too) is checked
+ * itself, since Node connects to an address without looking it up, so the lookup alone let it
+ * through (a webhook at http://10.0.0.8/ added while private networks were allowed was still
+ * delivered once they were not).
+ */
+function guardedConnector(undici: typeof import('undici'), rule: UrlRule, resolve?: Resolver): import('undici').buildConnector.connector {
+  const connect = undici.buildConnector({ lookup: publicNetworkLookup(rule, resolve) });
+  return (options, callback) => {
+    const host = options.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host) !== 0 && requestRefusal(host, rule) !== null) {
+      callback(new PrivateNetworkError(`${options.hostname} is ${refusedKind(rule)}`), null);
+      return;
+    }
+    connect(options, callback);
+  };
 }
 
 /**
@@ -103,7 +124,7 @@ export function outboundFetch(rule: UrlRule, resolve?: Resolver): typeof fetch {
   let dispatcher: Promise<Dispatcher> | undefined;
   // Node's fetch is undici's and takes its dispatcher; RequestInit's type does not name it.
   return async (input, init) => {
-    dispatcher ??= import('undici').then(({ Agent }) => new Agent({ connect: { lookup: publicNetworkLookup(rule, resolve) } }));
+    dispatcher ??= import('undici').then((undici) => new undici.Agent({ connect: guardedConnector(undici, rule, resolve) }));
     return fetch(input, { ...init, dispatcher: await dispatcher } as RequestInit);
   };
 }
@@ -148,7 +169,7 @@ export function outboundPost(rule: UrlRule, resolve?: Resolver): Poster {
   // Loaded on the first delivery, as outboundFetch's is.
   let dispatcher: Promise<Dispatcher> | undefined;
   return async (url, { headers, body, signal, timeoutMs, readAnswer, answerLimitBytes = 0 }) => {
-    dispatcher ??= import('undici').then(({ Agent }) => new Agent(open ? {} : { connect: { lookup: publicNetworkLookup(rule, resolve) } }));
+    dispatcher ??= import('undici').then((undici) => new undici.Agent(open ? {} : { connect: guardedConnector(undici, rule, resolve) }));
     const agent = await dispatcher;
     const { origin, pathname, search } = new URL(url);
     // One timer and one controller per request: AbortSignal.timeout and AbortSignal.any cost more.

@@ -132,8 +132,11 @@ describe('the mail dispatcher', () => {
     const dead = await delivery(mail);
     assert.match(dead.lastError ?? '', /451 4\.3\.0/);
     assert.ok(dead.attempts > 1, `tried ${dead.attempts} times`);
-    const events = (await world.store.events.list({ limit: 50 })).filter((event) => event.type === 'mail.dead_lettered' && event.detail['mail'] === id);
-    assert.equal(events.length, 1, 'one event');
+    // The event follows the dead letter's write (the worker settles, then tells the kind): waited for, not assumed there already.
+    const events = async () =>
+      (await world.store.events.list({ limit: 50 })).filter((event) => event.type === 'mail.dead_lettered' && event.detail['mail'] === id);
+    await until('the mail.dead_lettered event', async () => (await events()).length > 0);
+    assert.equal((await events()).length, 1, 'one event');
     assert.ok(warnings.some((warning) => warning['mail'] === id));
     assert.equal(server.sent.length, 0);
   });

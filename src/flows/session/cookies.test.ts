@@ -1,20 +1,18 @@
 /**
  * The browser's cookies without a browser: the names Tessera gives them (flows/session/cookies.ts,
- * `__Host-` on an https issuer), which values are worth looking up, and the attributes the HTTP
- * layer's cookie port (http/session.ts `cookiePort`) gives every cookie a flow sets or clears,
- * checked over a recorded reply; then what a session cookie that was tampered with, copied from
- * another cookie, outlived its session or belongs to a disabled person is worth: nothing.
+ * `__Host-` on an https issuer) and which values are worth looking up; then what a session cookie
+ * that was tampered with, copied from another cookie, outlived its session or belongs to a
+ * disabled person is worth: nothing. The attributes the HTTP layer gives each cookie are
+ * src/http/session.test.ts's.
  * session.test.ts covers beginning and ending sessions; test/authorize-errors.test.ts reads the
  * Set-Cookie header of an http server, and test/sign-in.test.ts the session's life as a
  * browser sees it (sign-out, a planted id, TESSERA_SESSION_TTL, a disabled person).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { loadConfig } from '../../config/index.ts';
 import { hashSecret } from '../../core/crypto.ts';
 import type { UserRecord } from '../../store/types.ts';
-import { cookiePort } from '../../http/session.ts';
 import { flowWorld, type FlowWorld, CookieJar } from '../../../test/helpers/flows.ts';
 import { setUserDisabled } from '../users.ts';
 import { cookieNames, usableCookie, type CookiePort } from './cookies.ts';
@@ -24,16 +22,6 @@ import { beginSession, signedIn, type Browser } from './session.ts';
 const written = (cookies: CookieJar) => cookies.writes.map((write) => [write.name, write.maxAgeSeconds]);
 
 const browserWith = (cookies: CookiePort): Browser => ({ cookies, ip: '192.0.2.1', userAgent: 'TestBrowser/1.0', log: { warn: () => {} } });
-
-/** What `cookiePort` asked of Fastify's reply: each cookie set or cleared, with its options. */
-function recordedReply() {
-  const calls: { op: 'set' | 'clear'; name: string; value: string | null; options: Record<string, unknown> }[] = [];
-  const reply = {
-    setCookie: (name: string, value: string, options: Record<string, unknown>) => void calls.push({ op: 'set', name, value, options }),
-    clearCookie: (name: string, options: Record<string, unknown>) => void calls.push({ op: 'clear', name, value: null, options }),
-  };
-  return { calls, reply: reply as unknown as FastifyReply };
-}
 
 describe('the names of the cookies (flows/session/cookies.ts)', () => {
   it('prefixes every name with __Host- on an https issuer, so a sibling subdomain cannot plant one (RFC 6265bis §4.1.3.2)', () => {
@@ -88,45 +76,6 @@ describe('which cookie values are looked up (usableCookie)', () => {
       ['a megabyte', 'a'.repeat(1 << 20)],
     ];
     for (const [what, value] of cases) assert.equal(usableCookie(value), false, what);
-  });
-});
-
-describe("the attributes of every cookie a flow sets (http/session.ts's cookie port)", () => {
-  const request = (cookies: Record<string, string> = {}) => ({ cookies }) as unknown as FastifyRequest;
-
-  it('sets an https cookie HttpOnly, Secure, SameSite=Lax, Path=/ with no Domain, for the age the flow asked: what a __Host- name needs', () => {
-    const config = loadConfig({ TESSERA_ISSUER: 'https://auth.example.com' });
-    const { calls, reply } = recordedReply();
-    const port = cookiePort(config, request(), reply);
-    port.set(cookieNames(config).session, 'value', 3600);
-    port.clear(cookieNames(config).session);
-    assert.deepEqual(calls, [
-      { op: 'set', name: '__Host-tessera_session', value: 'value', options: { path: '/', httpOnly: true, sameSite: 'lax', secure: true, maxAge: 3600 } },
-      // A __Host- cookie is only replaced (and so cleared) by one with the same attributes.
-      { op: 'clear', name: '__Host-tessera_session', value: null, options: { path: '/', httpOnly: true, sameSite: 'lax', secure: true } },
-    ]);
-  });
-
-  it('sets an http loopback cookie without Secure, which the browser would not send back over http, and otherwise alike', () => {
-    const config = loadConfig({ TESSERA_ISSUER: 'http://localhost:8080' });
-    const { calls, reply } = recordedReply();
-    const port = cookiePort(config, request(), reply);
-    port.set(cookieNames(config).pending, 'value', 300);
-    port.clear(cookieNames(config).pending);
-    assert.deepEqual(
-      calls.map((call) => [call.op, call.name, call.options]),
-      [
-        ['set', 'tessera_pending', { path: '/', httpOnly: true, sameSite: 'lax', secure: false, maxAge: 300 }],
-        ['clear', 'tessera_pending', { path: '/', httpOnly: true, sameSite: 'lax', secure: false }],
-      ],
-    );
-  });
-
-  it('reads the value the browser sent under the name asked, and nothing under another: not the bare name a sibling site could plant', () => {
-    const config = loadConfig({ TESSERA_ISSUER: 'https://auth.example.com' });
-    const port = cookiePort(config, request({ '__Host-tessera_session': 'sent', tessera_pending: 'planted' }), recordedReply().reply);
-    assert.equal(port.read('__Host-tessera_session'), 'sent');
-    assert.equal(port.read('__Host-tessera_pending'), undefined);
   });
 });
 

@@ -164,6 +164,15 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads TESSERA_MAIL_FROM as an address, or a name and an address, the name unquoted as RFC 5322 §3.2.4 quotes it', () => {
+    const from = (value: string) => loadConfig({ TESSERA_MAIL_FROM: value }).mail.from;
+    assert.deepEqual(from('no-reply@example.com'), { name: '', address: 'no-reply@example.com' });
+    assert.deepEqual(from('Example <no-reply@example.com>'), { name: 'Example', address: 'no-reply@example.com' });
+    assert.deepEqual(from('"Tessera, Ltd." <no-reply@example.com>'), { name: 'Tessera, Ltd.', address: 'no-reply@example.com' });
+    assert.deepEqual(from('"The \\"Best\\" Site" <a@example.com>'), { name: 'The "Best" Site', address: 'a@example.com' });
+    assert.throws(() => from('Example\r\nBcc: x@example.com <a@example.com>'), ConfigError, 'a line break would write a header');
+  });
+
   it('accepts a postgres URL', () => {
     assert.equal(loadConfig({ TESSERA_DATABASE: 'postgres://u@db:5432/tessera' }).database, 'postgres://u@db:5432/tessera');
   });

@@ -379,7 +379,17 @@ function mailFrom(raw: string | undefined): { readonly name: string; readonly ad
   if (raw === undefined) return null;
   const match = MAIL_FROM.exec(raw);
   if (match === null) throw new ConfigError('TESSERA_MAIL_FROM', `must be an address or Name <address>, on one line, got ${JSON.stringify(raw)}`);
-  return { name: (match[1] ?? '').trim(), address: match[2] ?? match[3]! };
+  return { name: displayName((match[1] ?? '').trim()), address: match[2] ?? match[3]! };
+}
+
+/**
+ * A sender's name as written in a From header, quoted where it holds a comma or a dot
+ * (RFC 5322 §3.2.4: `"Tessera, Ltd." <no-reply@…>`): the name itself, without the quotes and
+ * their backslashes, which the mailer writes again as the header needs.
+ */
+function displayName(written: string): string {
+  const quoted = /^"((?:[^"\\]|\\.)*)"$/.exec(written);
+  return quoted === null ? written : quoted[1]!.replace(/\\(.)/g, '$1');
 }
 
 function signUpPolicy(raw: string | undefined): 'off' | 'open' | 'invite' {

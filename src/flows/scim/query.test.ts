@@ -175,6 +175,17 @@ describe('SCIM list queries (RFC 7644 §3.4.2, §3.9)', () => {
     assert.deepEqual(without(`${ENTERPRISE_SCHEMA}:department`)[ENTERPRISE_SCHEMA], { employeeNumber: '1815' });
     const { [ENTERPRISE_SCHEMA]: _extension, ...core } = ADA;
     assert.deepEqual(without(`${ENTERPRISE_SCHEMA}:department`, `${ENTERPRISE_SCHEMA}:employeeNumber`), core, 'an extension left empty: left out');
+    // Named as attributes names them (§3.9, §3.10): with the core schema's URI, an extension by its URI, a sub-attribute by its path.
+    assert.deepEqual(without(`${USER_SCHEMA}:title`, `${USER_SCHEMA}:emails`), rest, 'the core URI or none');
+    assert.deepEqual(without(ENTERPRISE_SCHEMA), core, 'the extension by its URI: all of it');
+    assert.deepEqual(without('name.givenName')['name'], { familyName: 'Lovelace' });
+    assert.deepEqual(
+      without('emails.type', 'EMAILS.PRIMARY')['emails'],
+      [{ value: 'ada@home.example' }, { value: 'ada@work.example' }],
+      'a sub-attribute of each value of a multi-valued one',
+    );
+    const { name: _name, ...unnamed } = ADA;
+    assert.deepEqual(without(`${USER_SCHEMA}:name.familyName`, 'name.givenName'), unnamed, 'every sub-attribute it has excluded: left out');
     assert.deepEqual(
       project(USER_KIND, ADA, ['userName'], ['userName']),
       { schemas: ADA['schemas'], id: 'u-ada', meta: ADA['meta'], userName: 'ada' },

@@ -101,12 +101,49 @@ export function project(kind: ResourceKind, resource: Json, attributes: readonly
     );
     return out;
   }
-  const dropped = paths(excluded);
-  keep(
-    (top, _sub, uri) =>
-      !dropped.some((path) => path.sub === null && (path.uri ?? null)?.toLowerCase() === uri?.toLowerCase() && path.name.toLowerCase() === top.toLowerCase()),
-    () => [],
-  );
+  // Named as `attributes` names them: with the core schema's URI or without, an extension by
+  // its URI (all of it), a sub-attribute by its path (name.givenName).
+  const lower = (text: string | null) => (text ?? '').toLowerCase();
+  const wholeExtensions = excluded.filter((name) => kind.extensions.some((schema) => lower(schema.id) === lower(name))).map(lower);
+  const dropped = paths(excluded.filter((name) => !wholeExtensions.includes(lower(name)))).map((path) => ({
+    ...path,
+    uri: lower(path.uri) === lower(kind.core.id) ? null : path.uri,
+  }));
+  const droppedOf = (uri: string | null, name: string) => dropped.filter((path) => lower(path.uri) === lower(uri) && lower(path.name) === lower(name));
+  /** `value` without what is dropped of it; null when nothing is left (all of it dropped, or every sub-attribute it had). */
+  const without = (uri: string | null, name: string, value: unknown): unknown => {
+    const hits = droppedOf(uri, name);
+    if (hits.length === 0) return value;
+    if (hits.some((path) => path.sub === null)) return null;
+    const subs = hits.map((path) => lower(path.sub));
+    const trim = (item: unknown): unknown => {
+      if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
+      const left = Object.entries(item as Json).filter(([sub]) => !subs.includes(lower(sub)));
+      return left.length === 0 ? null : Object.fromEntries(left);
+    };
+    if (!Array.isArray(value)) return trim(value);
+    const items = value.map(trim).filter((item) => item !== null);
+    return items.length === 0 ? null : items;
+  };
+  for (const [key, value] of Object.entries(resource)) {
+    if (always.includes(key)) {
+      out[key] = value;
+      continue;
+    }
+    const extension = kind.extensions.find((schema) => schema.id === key);
+    if (extension !== undefined && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      if (wholeExtensions.includes(lower(extension.id))) continue;
+      const inner: Json = {};
+      for (const [innerKey, innerValue] of Object.entries(value as Json)) {
+        const kept = without(extension.id, innerKey, innerValue);
+        if (kept !== null) inner[innerKey] = kept;
+      }
+      if (Object.keys(inner).length > 0) out[key] = inner;
+      continue;
+    }
+    const kept = without(null, key, value);
+    if (kept !== null) out[key] = kept;
+  }
   return out;
 }
 

@@ -80,11 +80,11 @@ export function requestRefusal(host: string, rule: UrlRule): string | null {
   return null;
 }
 
-/** A lookup that leaves out the addresses `rule` refuses, and fails when none is left. */
 /** The addresses `rule` refuses, in words. */
 const refusedKind = (rule: UrlRule): string =>
   rule.selfRegistered || (rule.delegated && !rule.allowPrivateNetworks) ? 'a private, link-local or loopback address' : 'a private or link-local address';
 
+/** A lookup that leaves out the addresses `rule` refuses, and fails when none is left. */
 export function publicNetworkLookup(rule: UrlRule = { selfRegistered: false, allowPrivateNetworks: false }, resolve: Resolver = dnsLookup): LookupFunction {
   return guardedLookup(
     (address) => requestRefusal(address, rule) !== null,

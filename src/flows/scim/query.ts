@@ -85,40 +85,46 @@ export function project(kind: ResourceKind, resource: Json, attributes: readonly
       }
     }
   };
-  const paths = (names: readonly string[]) => names.map((name) => parseAttrPath(name));
+  const same = (a: string | null, b: string | null) => (a ?? '').toLowerCase() === (b ?? '').toLowerCase();
+  /**
+   * The names of `attributes` or `excludedAttributes` as this kind reads them: an extension
+   * named by its URI (the whole of it), and the paths of the others, with the core schema's URI
+   * or without (urn:…:core:2.0:User:title is title), a sub-attribute by its path (name.givenName).
+   */
+  const namesOf = (names: readonly string[]) => {
+    const extensions = names.filter((name) => kind.extensions.some((schema) => same(schema.id, name)));
+    const paths = names
+      .filter((name) => !extensions.includes(name))
+      .map((name) => parseAttrPath(name))
+      .map((path) => ({ ...path, uri: same(path.uri, kind.core.id) ? null : path.uri }));
+    return {
+      wholeExtension: (uri: string) => extensions.some((name) => same(name, uri)),
+      /** The paths naming attribute `name` of the extension `uri` (null: the core schema's). */
+      of: (uri: string | null, name: string) => paths.filter((path) => same(path.uri, uri) && same(path.name, name)),
+    };
+  };
   if (attributes.length > 0) {
-    const wanted = paths(attributes);
-    const same = (a: string | null, b: string | null) => (a ?? '').toLowerCase() === (b ?? '').toLowerCase();
-    const coreUri = (uri: string | null) => (uri !== null && uri.toLowerCase() === kind.core.id.toLowerCase() ? null : uri);
+    const wanted = namesOf(attributes);
     keep(
       (top, _sub, uri) => {
-        if (uri !== null && attributes.some((name) => name.toLowerCase() === uri.toLowerCase())) return true;
-        const hits = wanted.filter((path) => same(coreUri(path.uri), uri) && same(path.name, top));
+        if (uri !== null && wanted.wholeExtension(uri)) return true;
+        const hits = wanted.of(uri, top);
         if (hits.some((path) => path.sub === null)) return true;
         return hits.length > 0 ? 'partial' : false;
       },
-      (top, uri) => wanted.filter((path) => same(coreUri(path.uri), uri) && same(path.name, top) && path.sub !== null).map((path) => path.sub!),
+      (top, uri) => wanted.of(uri, top).flatMap((path) => (path.sub === null ? [] : [path.sub])),
     );
     return out;
   }
-  // Named as `attributes` names them: with the core schema's URI or without, an extension by
-  // its URI (all of it), a sub-attribute by its path (name.givenName).
-  const lower = (text: string | null) => (text ?? '').toLowerCase();
-  const wholeExtensions = excluded.filter((name) => kind.extensions.some((schema) => lower(schema.id) === lower(name))).map(lower);
-  const dropped = paths(excluded.filter((name) => !wholeExtensions.includes(lower(name)))).map((path) => ({
-    ...path,
-    uri: lower(path.uri) === lower(kind.core.id) ? null : path.uri,
-  }));
-  const droppedOf = (uri: string | null, name: string) => dropped.filter((path) => lower(path.uri) === lower(uri) && lower(path.name) === lower(name));
+  const dropped = namesOf(excluded);
   /** `value` without what is dropped of it; null when nothing is left (all of it dropped, or every sub-attribute it had). */
   const without = (uri: string | null, name: string, value: unknown): unknown => {
-    const hits = droppedOf(uri, name);
+    const hits = dropped.of(uri, name);
     if (hits.length === 0) return value;
     if (hits.some((path) => path.sub === null)) return null;
-    const subs = hits.map((path) => lower(path.sub));
     const trim = (item: unknown): unknown => {
       if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
-      const left = Object.entries(item as Json).filter(([sub]) => !subs.includes(lower(sub)));
+      const left = Object.entries(item as Json).filter(([sub]) => !hits.some((path) => same(path.sub, sub)));
       return left.length === 0 ? null : Object.fromEntries(left);
     };
     if (!Array.isArray(value)) return trim(value);
@@ -132,7 +138,7 @@ export function project(kind: ResourceKind, resource: Json, attributes: readonly
     }
     const extension = kind.extensions.find((schema) => schema.id === key);
     if (extension !== undefined && value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      if (wholeExtensions.includes(lower(extension.id))) continue;
+      if (dropped.wholeExtension(extension.id)) continue;
       const inner: Json = {};
       for (const [innerKey, innerValue] of Object.entries(value as Json)) {
         const kept = without(extension.id, innerKey, innerValue);

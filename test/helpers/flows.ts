@@ -26,6 +26,8 @@ import { KeyEncryption } from '../../src/tokens/key-encryption.ts';
 import { secretBox, type SecretBox } from '../../src/tokens/secret-box.ts';
 import { randomBytes } from 'node:crypto';
 import type { CookiePort } from '../../src/flows/session/cookies.ts';
+import { ScimError } from '../../src/flows/scim/errors.ts';
+import { ifMatchVersion } from '../../src/flows/scim/users.ts';
 
 export const FLOW_ISSUER = 'https://auth.example.com';
 
@@ -145,3 +147,18 @@ export class CookieJar implements CookiePort {
     this.writes.push({ name, value: null, maxAgeSeconds: null });
   }
 }
+
+/** The status and scimType a SCIM operation is refused with (RFC 7644 §3.12); fails the test when it is not refused. */
+export async function scimRefusal(run: Promise<unknown>): Promise<[number, string | null]> {
+  try {
+    await run;
+  } catch (error) {
+    if (error instanceof ScimError) return [error.status, error.scimType];
+    throw error;
+  }
+  throw new Error('expected a refusal');
+}
+
+/** The version a SCIM resource's meta.version gives, read as an If-Match header is. */
+export const scimVersionOf = (resource: Record<string, unknown>): number | null =>
+  ifMatchVersion(String((resource['meta'] as Record<string, unknown>)['version']));

@@ -11,9 +11,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { flowWorld, scimRefusal, scimVersionOf, type FlowWorld } from '../../../test/helpers/flows.ts';
 import type { UserRecord } from '../../store/types.ts';
-import { ScimError } from './errors.ts';
+import type { ScimError } from './errors.ts';
 import {
   createGroupResource,
   deleteGroupResource,
@@ -24,24 +24,12 @@ import {
   replaceGroupResource,
 } from './groups.ts';
 import { GROUP_SCHEMA, PATCH_SCHEMA } from './schema.ts';
-import { ifMatchVersion, READ_EACH_UP_TO, type ScimDeps } from './users.ts';
+import { READ_EACH_UP_TO, type ScimDeps } from './users.ts';
 
 type Json = Record<string, unknown>;
 
 const BASE = 'https://auth.example.com/scim/v2';
 
-/** The status and scimType `run` fails with. */
-async function refusal(run: Promise<unknown>): Promise<[number, string | null]> {
-  try {
-    await run;
-  } catch (error) {
-    if (error instanceof ScimError) return [error.status, error.scimType];
-    throw error;
-  }
-  assert.fail('expected a refusal');
-}
-
-const versionOf = (resource: Json) => ifMatchVersion(String((resource['meta'] as Json)['version']));
 const memberIds = (resource: Json) => ((resource['members'] as Json[] | undefined) ?? []).map((member) => member['value']);
 const patchOf = (...operations: Json[]): Json => ({ schemas: [PATCH_SCHEMA], Operations: operations });
 
@@ -149,7 +137,7 @@ describe('SCIM Groups (RFC 7644)', () => {
         'invalidValue',
       ],
     ];
-    for (const [what, body, scimType] of cases) assert.deepEqual(await refusal(createGroupResource(deps, body)), [400, scimType], what);
+    for (const [what, body, scimType] of cases) assert.deepEqual(await scimRefusal(createGroupResource(deps, body)), [400, scimType], what);
     assert.equal((await world.store.groups.list()).length, groups, 'no group kept');
     assert.equal((await world.store.events.list({ type: 'group.created', limit: 500 })).length, made, 'no event');
     assert.deepEqual(await world.store.groups.namesOf(ada.id), ['Analytical Engines'], 'no membership kept');
@@ -164,13 +152,13 @@ describe('SCIM Groups (RFC 7644)', () => {
     // RFC 7644 §3.3: "If the service provider determines that the creation of the requested resource conflicts with existing
     // resources (e.g., a 'User' resource with a duplicate 'userName'), the service provider MUST return HTTP status code 409
     // (Conflict) with a 'scimType' error code of 'uniqueness'".
-    assert.deepEqual(await refusal(createGroupResource(deps, group({ displayName: 'OPERATORS' }))), [409, 'uniqueness']);
-    assert.deepEqual(await refusal(createGroupResource(deps, group({ displayName: ' operators ' }))), [409, 'uniqueness'], 'trimmed first');
-    assert.deepEqual(await refusal(replaceGroupResource(deps, otherId, group({ displayName: 'operators' }), null)), [409, 'uniqueness']);
-    assert.deepEqual(await refusal(patchGroupResource(deps, otherId, patchOf({ op: 'replace', path: 'displayName', value: 'Operators' }), versionOf(other))), [
-      409,
-      'uniqueness',
-    ]);
+    assert.deepEqual(await scimRefusal(createGroupResource(deps, group({ displayName: 'OPERATORS' }))), [409, 'uniqueness']);
+    assert.deepEqual(await scimRefusal(createGroupResource(deps, group({ displayName: ' operators ' }))), [409, 'uniqueness'], 'trimmed first');
+    assert.deepEqual(await scimRefusal(replaceGroupResource(deps, otherId, group({ displayName: 'operators' }), null)), [409, 'uniqueness']);
+    assert.deepEqual(
+      await scimRefusal(patchGroupResource(deps, otherId, patchOf({ op: 'replace', path: 'displayName', value: 'Operators' }), scimVersionOf(other))),
+      [409, 'uniqueness'],
+    );
     assert.deepEqual(await getGroupResource(deps, otherId), other, 'the renamed one as it was');
     assert.deepEqual(await getGroupResource(deps, String(kept['id'])), kept, 'the other one as it was');
     assert.deepEqual(await events('group.updated', otherId), [], 'no event');
@@ -187,7 +175,7 @@ describe('SCIM Groups (RFC 7644)', () => {
       deps,
       id,
       group({ displayName: 'Replaced Again', members: [{ value: alan.id }, { value: grace.id }] }),
-      versionOf(made),
+      scimVersionOf(made),
     );
     assert.equal(replaced['displayName'], 'Replaced Again');
     // §3.5.1: "Attributes whose mutability is "readWrite" ... that are omitted from the request body MAY be assumed to be not
@@ -195,7 +183,7 @@ describe('SCIM Groups (RFC 7644)', () => {
     assert.equal('externalId' in replaced, false, 'not given: cleared');
     assert.deepEqual(memberIds(replaced), [alan.id, grace.id]);
     assert.deepEqual((replaced['members'] as Json[])[1], { value: grace.id, $ref: `${BASE}/Users/${grace.id}`, display: 'grace', type: 'User' });
-    assert.equal(versionOf(replaced), world.clock.now(), 'a new version');
+    assert.equal(scimVersionOf(replaced), world.clock.now(), 'a new version');
     assert.equal((replaced['meta'] as Json)['created'], (made['meta'] as Json)['created'], 'created kept');
     assert.equal((replaced['meta'] as Json)['lastModified'], new Date(world.clock.now()).toISOString());
     assert.deepEqual(await held(id), { name: 'Replaced Again', externalId: null, at: world.clock.now(), members: [alan.id, grace.id] });
@@ -224,10 +212,10 @@ describe('SCIM Groups (RFC 7644)', () => {
   it('changes a Group only at the version If-Match names: 412 for a stale or foreign one, nothing written (§3.14)', async () => {
     const made = await createGroupResource(deps, group({ displayName: 'Versioned', members: [{ value: ada.id }] }));
     const id = String(made['id']);
-    const version = versionOf(made)!;
+    const version = scimVersionOf(made)!;
     // The clock does not move: each change still moves the version on, so the one read before is stale.
     const first = await patchGroupResource(deps, id, patchOf({ op: 'add', path: 'members', value: [{ value: alan.id }] }), version);
-    assert.ok(versionOf(first)! > version, 'a new version though no time passed');
+    assert.ok(scimVersionOf(first)! > version, 'a new version though no time passed');
     const before = await held(id);
     // §3.12, Table 8: "412 | PRECONDITION FAILED | PUT, PATCH, DELETE | Failed to update. Resource has changed on the server."
     const stale: [string, Promise<unknown>][] = [
@@ -238,13 +226,13 @@ describe('SCIM Groups (RFC 7644)', () => {
         patchGroupResource(deps, id, patchOf({ op: 'remove', path: 'members' }), -1),
       ],
       ['DELETE at the version read before', deleteGroupResource(deps, id, version)],
-      ['DELETE at a later version', deleteGroupResource(deps, id, versionOf(first)! + 1)],
+      ['DELETE at a later version', deleteGroupResource(deps, id, scimVersionOf(first)! + 1)],
     ];
-    for (const [what, run] of stale) assert.deepEqual(await refusal(run), [412, null], what);
+    for (const [what, run] of stale) assert.deepEqual(await scimRefusal(run), [412, null], what);
     assert.deepEqual(await held(id), before, 'nothing written');
     assert.equal((await events('group.updated', id)).length, 1, 'the one change alone recorded');
     assert.deepEqual(await events('group.removed', id), []);
-    const changed = await patchGroupResource(deps, id, patchOf({ op: 'remove', path: 'members' }), versionOf(first));
+    const changed = await patchGroupResource(deps, id, patchOf({ op: 'remove', path: 'members' }), scimVersionOf(first));
     assert.equal('members' in changed, false, 'at the version read: done');
   });
 
@@ -326,7 +314,7 @@ describe('SCIM Groups (RFC 7644)', () => {
       const answer = await patchGroupResource(deps, id, body, null);
       assert.deepEqual(memberIds(answer), expected, what);
       assert.deepEqual((await held(id))?.members, expected, `${what}: the store`);
-      assert.equal(versionOf(answer), world.clock.now(), `${what}: a new version`);
+      assert.equal(scimVersionOf(answer), world.clock.now(), `${what}: a new version`);
       assert.deepEqual(answer, await getGroupResource(deps, id), `${what}: answered as read back`);
       const { group: _group, name: _name, by, ...detail } = (await events('group.updated', id)).at(-1)!;
       assert.deepEqual({ ...detail, by }, { ...change, by: 'scim' }, `${what}: its event`);
@@ -349,7 +337,7 @@ describe('SCIM Groups (RFC 7644)', () => {
       ['the id (read-only)', patchOf({ op: 'replace', path: 'id', value: 'x' }), 400, 'mutability'],
       ['no Operations', { schemas: [PATCH_SCHEMA] }, 400, 'invalidSyntax'],
     ];
-    for (const [what, body, status, scimType] of cases) assert.deepEqual(await refusal(patchGroupResource(deps, id, body, null)), [status, scimType], what);
+    for (const [what, body, status, scimType] of cases) assert.deepEqual(await scimRefusal(patchGroupResource(deps, id, body, null)), [status, scimType], what);
     assert.deepEqual(await getGroupResource(deps, id), made, 'as it was');
     assert.deepEqual(await events('group.updated', id), []);
     assert.equal((await world.store.groups.namesOf(alan.id)).includes('Guarded'), false, 'alan not added');
@@ -363,7 +351,7 @@ describe('SCIM Groups (RFC 7644)', () => {
       ['DELETE', (id) => deleteGroupResource(deps, id, null)],
     ];
     for (const id of ['no-such-group', ada.id, `${'g'.repeat(201)}`, 'a\u0000b'])
-      for (const [what, run] of operations) assert.deepEqual(await refusal(run(id)), [404, null], `${what} ${id.slice(0, 20)}`);
+      for (const [what, run] of operations) assert.deepEqual(await scimRefusal(run(id)), [404, null], `${what} ${id.slice(0, 20)}`);
     assert.equal(
       (await world.store.groups.list()).some((one) => one.displayName === 'Nowhere'),
       false,
@@ -375,10 +363,10 @@ describe('SCIM Groups (RFC 7644)', () => {
     const made = await createGroupResource(deps, group({ displayName: 'Doomed', members: [{ value: ada.id }, { value: alan.id }] }));
     const id = String(made['id']);
     assert.ok((await world.store.groups.namesOf(alan.id)).includes('Doomed'));
-    await deleteGroupResource(deps, id, versionOf(made));
+    await deleteGroupResource(deps, id, scimVersionOf(made));
     // §3.6: service providers "MUST return a 404 (Not Found) error code for all operations associated with the previously deleted resource".
-    assert.deepEqual(await refusal(getGroupResource(deps, id)), [404, null]);
-    assert.deepEqual(await refusal(deleteGroupResource(deps, id, null)), [404, null], 'deleted twice');
+    assert.deepEqual(await scimRefusal(getGroupResource(deps, id)), [404, null]);
+    assert.deepEqual(await scimRefusal(deleteGroupResource(deps, id, null)), [404, null], 'deleted twice');
     assert.equal(await held(id), null);
     assert.equal(
       (await world.store.groups.memberships()).some((membership) => membership.groupId === id),

@@ -7,25 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
-import { ScimError } from './errors.ts';
+import { flowWorld, scimRefusal, scimVersionOf, type FlowWorld } from '../../../test/helpers/flows.ts';
+import type { ScimError } from './errors.ts';
 import { PATCH_SCHEMA, USER_SCHEMA } from './schema.ts';
 import { createUserResource, deleteUserResource, getUserResource, ifMatchVersion, patchUserResource, replaceUserResource, type ScimDeps } from './users.ts';
 
 type Json = Record<string, unknown>;
-
-/** The status and scimType `run` fails with. */
-async function refusal(run: Promise<unknown>): Promise<[number, string | null]> {
-  try {
-    await run;
-  } catch (error) {
-    if (error instanceof ScimError) return [error.status, error.scimType];
-    throw error;
-  }
-  assert.fail('expected a refusal');
-}
-
-const versionOf = (resource: Json) => ifMatchVersion(String((resource['meta'] as Json)['version']));
 
 describe('SCIM Users (RFC 7644)', () => {
   let world: FlowWorld;
@@ -83,30 +70,33 @@ describe('SCIM Users (RFC 7644)', () => {
 
   it('refuses a userName or an e-mail address another account has, in any case, with 409 uniqueness', async () => {
     await createUserResource(deps, user({ userName: 'unique.one', emails: [{ value: 'unique@example.com' }] }));
-    assert.deepEqual(await refusal(createUserResource(deps, user({ userName: 'UNIQUE.ONE', emails: [] }))), [409, 'uniqueness']);
-    assert.deepEqual(await refusal(createUserResource(deps, user({ userName: 'unique.two', emails: [{ value: 'Unique@Example.com' }] }))), [409, 'uniqueness']);
-    assert.deepEqual(await refusal(createUserResource(deps, user({ userName: 'has space', emails: [] }))), [400, 'invalidValue']);
+    assert.deepEqual(await scimRefusal(createUserResource(deps, user({ userName: 'UNIQUE.ONE', emails: [] }))), [409, 'uniqueness']);
+    assert.deepEqual(await scimRefusal(createUserResource(deps, user({ userName: 'unique.two', emails: [{ value: 'Unique@Example.com' }] }))), [
+      409,
+      'uniqueness',
+    ]);
+    assert.deepEqual(await scimRefusal(createUserResource(deps, user({ userName: 'has space', emails: [] }))), [400, 'invalidValue']);
   });
 
   it('replaces and patches at the version If-Match names, 412 when it is stale, and unassigned attributes become null (§3.5.1)', async () => {
     const made = await createUserResource(deps, user({ userName: 'versioned', externalId: 'entra-v', emails: [{ value: 'v@example.com' }], displayName: 'V' }));
     const id = String(made['id']);
-    const version = versionOf(made);
+    const version = scimVersionOf(made);
     world.clock.advance(1000);
     const replaced = await replaceUserResource(deps, id, user({ userName: 'versioned', externalId: 'entra-v', emails: [{ value: 'v@example.com' }] }), version);
     assert.equal(replaced['displayName'], undefined, 'not given: gone');
-    assert.notEqual(versionOf(replaced), version, 'a new version');
-    assert.deepEqual(await refusal(replaceUserResource(deps, id, user({ userName: 'versioned', emails: [] }), version)), [412, null], 'the old version');
-    assert.deepEqual(await refusal(patchUserResource(deps, id, { schemas: [PATCH_SCHEMA], Operations: [{ op: 'replace', path: 'title', value: 'x' }] }, -1)), [
-      412,
-      null,
-    ]);
+    assert.notEqual(scimVersionOf(replaced), version, 'a new version');
+    assert.deepEqual(await scimRefusal(replaceUserResource(deps, id, user({ userName: 'versioned', emails: [] }), version)), [412, null], 'the old version');
+    assert.deepEqual(
+      await scimRefusal(patchUserResource(deps, id, { schemas: [PATCH_SCHEMA], Operations: [{ op: 'replace', path: 'title', value: 'x' }] }, -1)),
+      [412, null],
+    );
     world.clock.advance(1000);
     const patched = await patchUserResource(
       deps,
       id,
       { schemas: [PATCH_SCHEMA], Operations: [{ op: 'replace', path: 'title', value: 'Engineer' }] },
-      versionOf(replaced),
+      scimVersionOf(replaced),
     );
     assert.equal(patched['title'], 'Engineer');
     assert.deepEqual(patched['emails'], replaced['emails'], 'a PATCH keeps what it does not name');
@@ -116,7 +106,12 @@ describe('SCIM Users (RFC 7644)', () => {
     const made = await createUserResource(deps, user({ userName: 'raced', externalId: 'entra-raced', emails: [{ value: 'raced@example.com' }] }));
     world.clock.advance(1000);
     const change = (title: string) =>
-      patchUserResource(deps, String(made['id']), { schemas: [PATCH_SCHEMA], Operations: [{ op: 'replace', path: 'title', value: title }] }, versionOf(made));
+      patchUserResource(
+        deps,
+        String(made['id']),
+        { schemas: [PATCH_SCHEMA], Operations: [{ op: 'replace', path: 'title', value: title }] },
+        scimVersionOf(made),
+      );
     const outcomes = await Promise.allSettled([change('first'), change('second')]);
     assert.deepEqual(outcomes.map((outcome) => outcome.status).sort(), ['fulfilled', 'rejected']);
     const lost = outcomes.find((outcome) => outcome.status === 'rejected') as PromiseRejectedResult;
@@ -147,13 +142,13 @@ describe('SCIM Users (RFC 7644)', () => {
   it("leaves an operator's account to operators (403), and removes a person at the version given, then knows them no more", async () => {
     const operator = await world.addUser({ username: 'operator', email: 'operator@example.com' });
     await world.store.users.setRole(operator.id, 'admin');
-    assert.equal((await refusal(replaceUserResource(deps, operator.id, user({ userName: 'operator', emails: [] }), null)))[0], 403);
-    assert.equal((await refusal(deleteUserResource(deps, operator.id, null)))[0], 403);
+    assert.equal((await scimRefusal(replaceUserResource(deps, operator.id, user({ userName: 'operator', emails: [] }), null)))[0], 403);
+    assert.equal((await scimRefusal(deleteUserResource(deps, operator.id, null)))[0], 403);
     const made = await createUserResource(deps, user({ userName: 'gone.soon', externalId: 'entra-gone', emails: [{ value: 'gone@example.com' }] }));
     const id = String(made['id']);
-    assert.deepEqual(await refusal(deleteUserResource(deps, id, versionOf(made)! - 1)), [412, null]);
-    await deleteUserResource(deps, id, versionOf(made));
-    assert.deepEqual(await refusal(getUserResource(deps, id)), [404, null]);
+    assert.deepEqual(await scimRefusal(deleteUserResource(deps, id, scimVersionOf(made)! - 1)), [412, null]);
+    await deleteUserResource(deps, id, scimVersionOf(made));
+    assert.deepEqual(await scimRefusal(getUserResource(deps, id)), [404, null]);
     assert.equal(await world.store.users.get(id), null);
   });
 });

@@ -1,6 +1,5 @@
-import type { AuditEvent, EventInput } from '../core/events.ts';
-import type { Stores } from '../store/types.ts';
-import type { FlowDeps } from './types.ts';
+import type { AuditEvent, EventInput, Events } from '../core/events.ts';
+import type { Store, Stores } from '../store/types.ts';
 
 /** Records an event inside the transaction it describes; the event, for what must name it (a message in the outbox). */
 export type RecordEvent = (input: EventInput) => Promise<AuditEvent>;
@@ -10,7 +9,10 @@ export type RecordEvent = (input: EventInput) => Promise<AuditEvent>;
  * that a change is never committed without its event, nor an event without its change;
  * the events reach the log and the metrics once the transaction has committed.
  */
-export async function transactionWithEvents<T>(deps: Pick<FlowDeps, 'store' | 'events'>, work: (tx: Stores, record: RecordEvent) => Promise<T>): Promise<T> {
+export async function transactionWithEvents<T>(
+  deps: { readonly store: Pick<Store, 'transaction'>; readonly events: Pick<Events, 'record' | 'publish'> },
+  work: (tx: Stores, record: RecordEvent) => Promise<T>,
+): Promise<T> {
   const recorded: AuditEvent[] = [];
   const result = await deps.store.transaction((tx) =>
     work(tx, async (input) => {

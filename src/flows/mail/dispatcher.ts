@@ -24,7 +24,7 @@ import type { MailTransport, Outgoing } from './smtp.ts';
 const STOP_WAIT_MS = 1000;
 
 export interface MailDispatcherDeps {
-  readonly store: Pick<Store, 'mail' | 'outbox'>;
+  readonly store: Pick<Store, 'mail' | 'outbox' | 'transaction'>;
   readonly clock: Clock;
   readonly outbox: MailOutbox;
   readonly transport: MailTransport;
@@ -33,7 +33,7 @@ export interface MailDispatcherDeps {
   readonly render: (message: MailMessage) => Pick<Outgoing, 'subject' | 'text' | 'html'>;
   /** The host the messages' ids are made under (the issuer's). */
   readonly host: string;
-  readonly events: Pick<Events, 'emit'>;
+  readonly events: Pick<Events, 'record' | 'publish'>;
   readonly log: { warn(details: Record<string, unknown>, message: string): void };
   readonly observer?: DeliveryObserver;
   readonly budget?: TurnBudget;
@@ -55,9 +55,9 @@ export function mailKind(deps: MailDispatcherDeps): DeliveryKind<'mail'> {
         return { kind: 'failed', status: null, error: caught instanceof Error ? caught.message : String(caught) };
       }
     },
-    async deadLettered(mail, error) {
-      deps.log.warn({ mail: mail.id, kind: mail.kind, attempts: mail.attempts, last_error: error }, 'mail given up: a dead letter');
-      await deps.events.emit({ type: 'mail.dead_lettered', detail: { mail: mail.id, kind: mail.kind, attempts: mail.attempts, last_error: error } });
+    async deadLetter(mail, error) {
+      const detail = { mail: mail.id, kind: mail.kind, attempts: mail.attempts, last_error: error };
+      return { event: { type: 'mail.dead_lettered', detail }, log: [detail, 'mail given up: a dead letter'] };
     },
   };
 }

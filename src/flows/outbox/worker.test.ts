@@ -11,7 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { systemClock } from '../../core/clock.ts';
+import { type Clock, systemClock } from '../../core/clock.ts';
+import { Events } from '../../core/events.ts';
 import { openSqliteStore } from '../../store/sqlite/store.ts';
 import type { Store, WebhookDeliveryRecord } from '../../store/types.ts';
 import { BUSY_UTILIZATION, type DeliveryKind, type LoopGauge, nextPace, OutboxWorker, PACE_WINDOW_MS, type TryResult, TurnBudget } from './worker.ts';
@@ -71,7 +72,10 @@ describe('the outbox worker', () => {
     return { webhookId, events };
   }
 
-  function worker(answer: (delivery: WebhookDeliveryRecord, signal: AbortSignal) => Promise<TryResult> | TryResult, options: { retryWindowMs?: number } = {}) {
+  function worker(
+    answer: (delivery: WebhookDeliveryRecord, signal: AbortSignal) => Promise<TryResult> | TryResult,
+    options: { retryWindowMs?: number; clock?: Clock; events?: Pick<Events, 'record' | 'publish'>; warn?: (message: string) => void } = {},
+  ) {
     const tried: string[] = [];
     const dead: string[] = [];
     const kind: DeliveryKind<'webhook'> = {
@@ -81,11 +85,22 @@ describe('the outbox worker', () => {
         tried.push(delivery.eventId);
         return answer(delivery, signal);
       },
-      deadLettered: async (delivery) => void dead.push(delivery.eventId),
+      deadLetter: async (delivery, error) => {
+        dead.push(delivery.eventId);
+        const detail = { webhook: delivery.webhookId, event_id: delivery.eventId, last_error: error };
+        return { event: { type: 'webhook.dead_lettered', detail }, log: [detail, 'a dead letter'] };
+      },
     };
+    const clock = options.clock ?? systemClock;
     const outbox = new OutboxWorker(
       kind,
-      { store, clock: systemClock, log: { warn: () => {} }, budget: new TurnBudget(4) },
+      {
+        store,
+        events: options.events ?? new Events(clock, store.events, []),
+        clock,
+        log: { warn: (_details, message) => options.warn?.(message) },
+        budget: new TurnBudget(4),
+      },
       { timeoutMs: 1000, retryDelayMs: 50, retryWindowMs: options.retryWindowMs ?? 60_000, batch: 4, concurrency: 10, stopWaitMs: null },
     );
     return { outbox, tried, dead };
@@ -134,6 +149,52 @@ describe('the outbox worker', () => {
       (await store.webhooks.deliveries(webhookId, { state: 'dead', limit: 10 })).map((d) => [d.eventId, d.lastError]),
       [[events[0], 'refused']],
     );
+    await store.webhooks.remove(webhookId);
+  });
+
+  it('settles a dead letter and writes its event in one transaction: neither stands without the other', async () => {
+    const { webhookId, events } = await queued(1);
+    // The dead letter's event cannot be written the first time (a full disk, a lost connection).
+    const audit = new Events(systemClock, store.events, []);
+    let refuseEvent = true;
+    const failingEvents: Pick<Events, 'record' | 'publish'> = {
+      record: async (writer, input) => {
+        if (refuseEvent && input.type === 'webhook.dead_lettered') {
+          refuseEvent = false;
+          throw new Error('the event could not be written');
+        }
+        return audit.record(writer, input);
+      },
+      publish: (...published) => audit.publish(...published),
+    };
+    // The lease of the failed settlement's claim runs out when the clock is moved on.
+    let offset = 0;
+    const clock: Clock = { now: () => Date.now() + offset };
+    const warnings: string[] = [];
+    const { outbox, tried, dead } = worker(() => ({ kind: 'failed', status: 400, error: 'refused', final: true }), {
+      clock,
+      events: failingEvents,
+      warn: (message) => warnings.push(message),
+    });
+    const deadLetters = async () => (await store.webhooks.deliveries(webhookId, { state: 'dead', limit: 10 })).map((d) => d.eventId);
+    const recorded = async () =>
+      (await store.events.list({ type: 'webhook.dead_lettered', limit: 100 }))
+        .filter((e) => e.detail['webhook'] === webhookId)
+        .map((e) => e.detail['event_id']);
+    outbox.start(20);
+    try {
+      // The settlement's transaction failed, and the worker said so.
+      await until(async () => warnings.includes('delivery failed'));
+      assert.deepEqual(await deadLetters(), [], 'not a dead letter while its event is not written');
+      assert.deepEqual(await recorded(), []);
+      offset = 10 * 60_000;
+      await until(async () => (await deadLetters()).length === 1);
+    } finally {
+      await outbox.stop();
+    }
+    assert.deepEqual(await recorded(), [events[0]], 'given up with its event, once');
+    assert.deepEqual(tried, [events[0], events[0]]);
+    assert.deepEqual(dead, [events[0], events[0]]);
     await store.webhooks.remove(webhookId);
   });
 

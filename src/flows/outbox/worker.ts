@@ -25,7 +25,9 @@
  *   to a flood of requests; with room, they speed up again to what the turns allow.
  */
 import type { Clock } from '../../core/clock.ts';
-import type { OutboxKind, OutboxRecords, OutboxStore } from '../../store/types.ts';
+import type { EventInput, Events } from '../../core/events.ts';
+import type { OutboxKind, OutboxRecords, OutboxStore, Stores } from '../../store/types.ts';
+import { transactionWithEvents } from '../events.ts';
 
 /** How often each instance looks for due deliveries it was not told of. */
 export const POLL_MS = 500;
@@ -71,8 +73,18 @@ export interface DeliveryKind<K extends OutboxKind> {
    * try each, or null when the queue is to wait (removed, paused), and the batch is given back.
    */
   open(queue: string, batch: readonly OutboxRecords[K][]): Promise<Attempt<OutboxRecords[K]> | null>;
-  /** Records a dead letter: the audit trail's event and the log line. */
-  deadLettered(delivery: OutboxRecords[K], error: string): Promise<void>;
+  /**
+   * A dead letter's event for the audit trail and its log line. `tx` is the transaction that
+   * settles the delivery as dead, where the event is recorded: a dead letter is never left
+   * without its event (a crash between two writes would have lost it), nor an event without it.
+   */
+  deadLetter(delivery: OutboxRecords[K], error: string, tx: Stores): Promise<DeadLetter>;
+}
+
+/** What a dead letter records: its event, and the line logged at warn once it is stored. */
+export interface DeadLetter {
+  readonly event: EventInput;
+  readonly log: readonly [details: Record<string, unknown>, message: string];
 }
 
 export interface WorkerSettings {
@@ -90,7 +102,8 @@ export interface WorkerSettings {
 }
 
 export interface WorkerDeps {
-  readonly store: { readonly outbox: OutboxStore };
+  readonly store: { readonly outbox: OutboxStore; transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T> };
+  readonly events: Pick<Events, 'record' | 'publish'>;
   readonly clock: Clock;
   readonly log: { warn(details: Record<string, unknown>, message: string): void };
   readonly observer?: DeliveryObserver;
@@ -263,6 +276,7 @@ export const sharedTurnBudget = new TurnBudget(DEFAULT_TRIES_PER_TURN);
 export function workerDeps(deps: Omit<WorkerDeps, 'budget'> & { readonly budget?: TurnBudget | undefined }): WorkerDeps {
   return {
     store: deps.store,
+    events: deps.events,
     clock: deps.clock,
     log: deps.log,
     budget: deps.budget ?? sharedTurnBudget,
@@ -436,25 +450,32 @@ export class OutboxWorker<K extends OutboxKind> {
   }
 
   async #failed(queue: string, delivery: OutboxRecords[K], result: TryResult & { kind: 'failed' }): Promise<void> {
-    const { store, clock, observer } = this.#deps;
+    const { clock, observer, log } = this.#deps;
     const failedAt = clock.now();
-    const state = await store.outbox.settle(
-      this.#kind.kind,
-      queue,
-      this.#kind.key(delivery).item,
-      delivery.attempts,
-      {
-        kind: 'failed',
-        status: result.status,
-        error: result.error,
-        nextAttemptAt: failedAt + retryDelay(delivery.attempts, this.#settings.retryDelayMs),
-        deadBefore: result.final ? failedAt : failedAt - this.#settings.retryWindowMs,
-      },
-      failedAt,
-    );
+    // One transaction: the settlement and, when it makes a dead letter, the dead letter's event.
+    const { state, dead } = await transactionWithEvents(this.#deps, async (tx, record) => {
+      const state = await tx.outbox.settle(
+        this.#kind.kind,
+        queue,
+        this.#kind.key(delivery).item,
+        delivery.attempts,
+        {
+          kind: 'failed',
+          status: result.status,
+          error: result.error,
+          nextAttemptAt: failedAt + retryDelay(delivery.attempts, this.#settings.retryDelayMs),
+          deadBefore: result.final ? failedAt : failedAt - this.#settings.retryWindowMs,
+        },
+        failedAt,
+      );
+      if (state !== 'dead') return { state, dead: null };
+      const dead = await this.#kind.deadLetter(delivery, result.error, tx);
+      await record(dead.event);
+      return { state, dead };
+    });
     if (state === 'pending') observer?.failed();
-    if (state !== 'dead') return;
+    if (dead === null) return;
     observer?.dead();
-    await this.#kind.deadLettered(delivery, result.error);
+    log.warn(...dead.log);
   }
 }

@@ -13,7 +13,6 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
-import type { EventInput } from '../../core/events.ts';
 import type { OutboundAnswer, OutboundPost, UrlRule } from '../../core/outbound.ts';
 import { DELIVERY_PUSH, SSF_EVENTS } from '../../core/ssf.ts';
 import type { ClientRecord, SsfDeliveryRecord, SsfStreamRecord, UserRecord } from '../../store/types.ts';
@@ -79,9 +78,10 @@ describe('Shared Signals push delivery (RFC 8935)', () => {
       issuer: FLOW_ISSUER,
       settings: world.config.webhooks,
       events: {
-        emit: async (input: EventInput) => {
-          await world.deps.events.emit(input);
-          if (input.type === 'ssf.dead_lettered') reported('dead');
+        record: (writer, input) => world.deps.events.record(writer, input),
+        publish: (...events) => {
+          world.deps.events.publish(...events);
+          if (events.some((event) => event.type === 'ssf.dead_lettered')) reported('dead');
         },
       },
       log: { warn: (details, message) => void warnings.push({ ...details, message }) },

@@ -42,13 +42,13 @@ const SIGNED_SETS_KEPT = 256;
 export const SIGNED_SET_REUSE_MS = 60_000;
 
 export interface SsfDispatcherDeps {
-  readonly store: Pick<Store, 'ssf' | 'users' | 'clients' | 'outbox'>;
+  readonly store: Pick<Store, 'ssf' | 'users' | 'clients' | 'outbox' | 'transaction'>;
   readonly clock: Clock;
   readonly secrets: SecretBox;
   readonly tokens: Pick<TokenIssuer, 'securityEventToken'>;
   readonly issuer: string;
   readonly settings: WebhookSettings;
-  readonly events: Pick<Events, 'emit'>;
+  readonly events: Pick<Events, 'record' | 'publish'>;
   readonly log: { warn(details: Record<string, unknown>, message: string): void };
   /** TESSERA_ALLOW_PRIVATE_NETWORK_URLS: whether a receiver's push endpoint may be on a private network or loopback. */
   readonly allowPrivateNetworkUrls: boolean;
@@ -168,15 +168,17 @@ export function ssfKind(deps: SsfDispatcherDeps): DeliveryKind<'ssf'> {
         }
       };
     },
-    async deadLettered(delivery, error) {
+    async deadLetter(delivery, error, tx) {
       const { streamId, eventId, attempts } = delivery;
-      deps.log.warn({ stream: streamId, event_id: eventId, attempts, last_error: error }, 'SET delivery given up: a dead letter');
-      const stream = await store.ssf.getStream(streamId);
-      await deps.events.emit({
-        type: 'ssf.dead_lettered',
-        clientId: stream?.clientId ?? null,
-        detail: { stream_id: streamId, event_id: eventId, attempts, last_error: error },
-      });
+      const stream = await tx.ssf.getStream(streamId);
+      return {
+        event: {
+          type: 'ssf.dead_lettered',
+          clientId: stream?.clientId ?? null,
+          detail: { stream_id: streamId, event_id: eventId, attempts, last_error: error },
+        },
+        log: [{ stream: streamId, event_id: eventId, attempts, last_error: error }, 'SET delivery given up: a dead letter'],
+      };
     },
   };
 }

@@ -218,7 +218,7 @@ describe('the webhook dispatcher (flows/webhooks/dispatcher.ts)', () => {
     });
     const dispatcher = new WebhookDispatcher({
       ...kindDeps({ settings }),
-      store: { webhooks: world.store.webhooks, outbox },
+      store: { webhooks: world.store.webhooks, outbox, transaction: (work) => world.store.transaction(work) },
       log: { warn: (details, message) => void warnings.push({ ...details, message }) },
       observer: {
         delivered: (latency) => {

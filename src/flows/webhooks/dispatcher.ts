@@ -21,11 +21,11 @@ import { secretOwner, webhookBody, webhookHeaders } from './message.ts';
 export { type DeliveryObserver, POLL_MS, retryDelay } from '../outbox/worker.ts';
 
 export interface DispatcherDeps {
-  readonly store: Pick<Store, 'webhooks' | 'outbox'>;
+  readonly store: Pick<Store, 'webhooks' | 'outbox' | 'transaction'>;
   readonly clock: Clock;
   readonly secrets: SecretBox;
   readonly settings: WebhookSettings;
-  readonly events: Pick<Events, 'emit'>;
+  readonly events: Pick<Events, 'record' | 'publish'>;
   readonly log: { warn(details: Record<string, unknown>, message: string): void };
   readonly observer?: DeliveryObserver;
   /** TESSERA_ALLOW_PRIVATE_NETWORK_URLS: whether a webhook the owner did not add may reach private networks and loopback. */
@@ -78,10 +78,10 @@ export function webhookKind(deps: DispatcherDeps): DeliveryKind<'webhook'> {
         }
       };
     },
-    async deadLettered(delivery, error) {
+    async deadLetter(delivery, error) {
       const { webhookId, eventId, attempts } = delivery;
-      deps.log.warn({ webhook: webhookId, event_id: eventId, attempts, last_error: error }, 'webhook delivery given up: a dead letter');
-      await deps.events.emit({ type: 'webhook.dead_lettered', detail: { webhook: webhookId, event_id: eventId, attempts, last_error: error } });
+      const detail = { webhook: webhookId, event_id: eventId, attempts, last_error: error };
+      return { event: { type: 'webhook.dead_lettered', detail }, log: [detail, 'webhook delivery given up: a dead letter'] };
     },
   };
 }

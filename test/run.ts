@@ -30,6 +30,9 @@
  * comes, and a shard whose report did not reach its end fails the run, naming the files whose
  * results are missing, rather than count short and pass.
  *
+ * Every shard loads helpers/loopback-only.ts first (`--import`): a test process connects to
+ * loopback only, so that no test reaches beyond the machine, even one whose rule is broken.
+ *
  * Two files are not among those `npm test` runs, each with a script of its own that .ci/run
  * runs after it: the bench's smoke test (`npm run test:bench`, test/bench.test.ts) and the
  * image built again without buildah's cache (`npm run test:image`,
@@ -54,7 +57,9 @@ const OUTCOMES_REPORTER = join(import.meta.dirname, 'helpers', 'outcomes-reporte
 const DURATIONS = process.env['TEST_RUN_DURATIONS'] || join(import.meta.dirname, 'durations.json');
 /** Per test, as the runner's own --test-timeout: a hung test fails rather than holds its shard. */
 const TEST_TIMEOUT_MS = 120_000;
-const NODE = ['--disable-warning=ExperimentalWarning', '--test', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-force-exit'];
+/** Every connection a test process opens goes to loopback: helpers/loopback-only.ts. */
+const LOOPBACK_ONLY = join(import.meta.dirname, 'helpers', 'loopback-only.ts');
+const NODE = ['--disable-warning=ExperimentalWarning', `--import=${LOOPBACK_ONLY}`, '--test', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-force-exit'];
 const COUNTS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 
 const { values, positionals } = parseArgs({

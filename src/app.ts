@@ -54,6 +54,7 @@ import { SsfDispatcher } from './flows/ssf/dispatcher.ts';
 import { TurnBudget } from './flows/outbox/worker.ts';
 import { ssfTypeOf } from './core/ssf.ts';
 import { ssfRoutes } from './http/ssf.ts';
+import { named } from './http/plugin-name.ts';
 
 export interface AppInput {
   readonly config: Config;
@@ -263,19 +264,22 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   registerFormParsing(app);
   registerCors(app, deps);
   await app.register(fastifyCookie);
-  await app.register(homeRoutes, { deps });
-  await app.register(localeRoutes, { deps });
-  await app.register(discoveryRoutes, { deps });
-  await app.register(browserRoutes, { deps });
-  await app.register(tokenRoutes, { deps });
-  await app.register(parRoutes, { deps });
-  await app.register(deviceRoutes, { deps });
-  await app.register(revocationRoutes, { deps });
-  await app.register(introspectionRoutes, { deps });
-  await app.register(userinfoRoutes, { deps });
-  await app.register(registrationRoutes, { deps });
-  await app.register(adminRoutes, { deps });
-  await app.register(ssfRoutes, { deps });
-  await app.register(scimRoutes, { deps });
+  for (const routes of [
+    homeRoutes,
+    localeRoutes,
+    discoveryRoutes,
+    browserRoutes,
+    tokenRoutes,
+    parRoutes,
+    deviceRoutes,
+    revocationRoutes,
+    introspectionRoutes,
+    userinfoRoutes,
+    registrationRoutes,
+    adminRoutes,
+    ssfRoutes,
+    scimRoutes,
+  ])
+    await app.register(named(routes), { deps });
   return app;
 }

@@ -16,6 +16,7 @@ import { secondFactorRoutes } from './second-factor.ts';
 import { signInRoutes } from './sign-in.ts';
 import { upstreamRoutes } from './upstream.ts';
 import { samlRoutes } from './saml.ts';
+import { named } from './plugin-name.ts';
 
 /**
  * The pages a person signs in, signs out and looks after their account on, and those that
@@ -27,20 +28,23 @@ import { samlRoutes } from './saml.ts';
 export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const options = browserRouteOptions(deps);
   app.addHook('onRequest', toIssuerHost(deps.config.issuer));
-  await app.register(signInRoutes, options);
-  await app.register(upstreamRoutes, options);
-  await app.register(secondFactorRoutes, options);
-  await app.register(passkeyRoutes, options);
-  await app.register(accountRoutes, options);
-  await app.register(passwordRoutes, options);
-  await app.register(recoveryRoutes, options);
-  await app.register(signUpRoutes, options);
-  await app.register(invitationRoutes, options);
-  await app.register(logoutRoutes, options);
-  await app.register(authorizeRoutes, options);
-  await app.register(samlRoutes, options);
-  await app.register(deviceVerificationRoutes, options);
-  await app.register(consoleRoutes, options);
+  for (const routes of [
+    signInRoutes,
+    upstreamRoutes,
+    secondFactorRoutes,
+    passkeyRoutes,
+    accountRoutes,
+    passwordRoutes,
+    recoveryRoutes,
+    signUpRoutes,
+    invitationRoutes,
+    logoutRoutes,
+    authorizeRoutes,
+    samlRoutes,
+    deviceVerificationRoutes,
+    consoleRoutes,
+  ])
+    await app.register(named(routes), options);
 };
 
 /**

@@ -33,6 +33,7 @@ import { webhookRoutes } from './webhooks.ts';
 import { outboxRoutes } from './outbox.ts';
 import { samlServiceProviderRoutes } from './saml-service-providers.ts';
 import { organizationRoutes } from './organizations.ts';
+import { named } from '../plugin-name.ts';
 
 export { MAX_PAGE } from './kit.ts';
 
@@ -157,7 +158,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     samlServiceProviderRoutes,
     organizationRoutes,
   ]) {
-    await app.register(noun, { deps });
+    await app.register(named(noun), { deps });
   }
 
   // On the public listener, the API's description is for its callers only, as the API is:

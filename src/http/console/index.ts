@@ -25,6 +25,7 @@ import { outboxPages } from './outbox.ts';
 import { samlPages } from './saml.ts';
 import { scimPages } from './scim.ts';
 import { organizationPages } from './organizations.ts';
+import { named } from '../plugin-name.ts';
 
 export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
   const { pages } = options;
@@ -55,5 +56,5 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     keyPages,
     trustPages,
   ])
-    await app.register(noun, options);
+    await app.register(named(noun), options);
 };

@@ -27,6 +27,7 @@ import { secretBox, type SecretBox } from '../../src/tokens/secret-box.ts';
 import { randomBytes } from 'node:crypto';
 import type { CookiePort } from '../../src/flows/session/cookies.ts';
 import { ScimError } from '../../src/flows/scim/errors.ts';
+import { seedRsaKey } from './keys.ts';
 import { ifMatchVersion } from '../../src/flows/scim/users.ts';
 
 export const FLOW_ISSUER = 'https://auth.example.com';
@@ -60,6 +61,7 @@ export async function flowWorld(env: Readonly<Record<string, string>> = {}): Pro
   const clock = new ManualClock();
   const store = await openStore(':memory:');
   const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
+  await seedRsaKey(store.keys, clock.now());
   await keys.ensureKeys();
   const tokens = new TokenIssuer(keys, clock, config.issuer, config.lifetimes, store, config.accessTokenAlg);
   const passwords = new PasswordQueue({ threads: 1, maxWaiting: 100, perAddress: 100 });

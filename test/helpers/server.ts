@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config/index.ts';
 import { systemClock, type Clock } from '../../src/core/clock.ts';
@@ -21,7 +20,8 @@ import {
   type RequestObjectAlgorithm,
 } from '../../src/core/protocol.ts';
 import { openStore } from '../../src/store/open.ts';
-import { newUserRecord, type KeyStore, type Store, type UserRecord } from '../../src/store/types.ts';
+import { newUserRecord, type Store, type UserRecord } from '../../src/store/types.ts';
+import { seedRsaKey } from './keys.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption } from '../../src/tokens/key-encryption.ts';
 import { KeyManager } from '../../src/tokens/keys.ts';
 
@@ -163,36 +163,6 @@ function migratedTemplate(): Promise<string> {
     return file;
   })();
   return migrated;
-}
-
-/**
- * The RS256 key pair of this test process's fresh servers. Generating a 2048-bit RSA key was
- * half of the CPU a test server took to start (60 to 90 ms, the ES256 key a tenth of a
- * millisecond), and the suite starts hundreds. Each fresh server stores it under a kid of its
- * own, so no server finds another's tokens' key by kid, and each still generates its own ES256
- * key. Every key is still generated at the first start of a `tessera` command, of a unit
- * test's world (test/helpers/flows.ts) and of a server on a database of a test's own
- * (`database`): test/multi-instance.test.ts's instances publish what the first generated.
- */
-let rsaPair: Promise<{ privateJwk: JWK; publicJwk: JWK }> | undefined;
-
-async function seedRsaKey(keys: KeyStore, now: number): Promise<void> {
-  rsaPair ??= generateKeyPair('RS256', { extractable: true, modulusLength: 2048 }).then(async ({ privateKey, publicKey }) => ({
-    privateJwk: await exportJWK(privateKey),
-    publicJwk: await exportJWK(publicKey),
-  }));
-  const { privateJwk, publicJwk } = await rsaPair;
-  const kid = randomUUID();
-  await keys.add({
-    kid,
-    alg: 'RS256',
-    privateJwk: { ...privateJwk, kid, alg: 'RS256' },
-    publicJwk: { ...publicJwk, kid, alg: 'RS256', use: 'sig' },
-    createdAt: now,
-    activatesAt: now,
-    retiresAt: null,
-    expiresAt: null,
-  });
 }
 
 /**

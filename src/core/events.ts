@@ -100,7 +100,7 @@ export const EVENT_TYPES = [
   /** A SCIM token made for a provisioning system (`detail.name`), or withdrawn; never the token. */
   'scim_token.created',
   'scim_token.removed',
-  /** A SCIM token or scope-`scim` client refused at `/scim/v2` (a wrong token): `detail.reason`. */
+  /** Refused at `/scim/v2`: a wrong token (`detail.reason` `wrong_token`), or, once a window, an address past the limit (`limit`). */
   'scim.refused',
   /** A group made, changed (its name or members: `detail.fields`) or removed, over SCIM. */
   'group.created',

@@ -4,7 +4,7 @@
  * use recorded, a client_credentials token for the admin API's audience with the scope `scim`,
  * and everything else refused with 401 and no scimType (RFC 7644 §3.12 has none for it) before
  * any resource is read; wrong tokens counted per address under the sign-in limit, then 429
- * with its Retry-After, one `scim.refused` event for the window. Making and withdrawing tokens
+ * with its Retry-After: a `scim.refused` event for each wrong token and one for the window's refusals. Making and withdrawing tokens
  * is src/flows/manage/scim-tokens.test.ts's; test/scim.test.ts sends the same over HTTP (the
  * WWW-Authenticate header, the error body).
  */
@@ -169,10 +169,17 @@ describe('wrong SCIM tokens from one address (scimCaller)', () => {
     assert.deepEqual(await called(world, token, '198.51.100.8'), right, 'another address unaffected');
 
     await world.deps.events.flushRefusals(true);
-    const refused = await world.store.events.list({ type: 'scim.refused', limit: 10 });
-    assert.equal(refused.length, 1, 'one event for the window');
-    assert.equal(refused[0]!.ip, ip);
-    assert.deepEqual([refused[0]!.detail['reason'], refused[0]!.detail['refused']], ['limit', 2]);
+    const refused = (await world.store.events.list({ type: 'scim.refused', limit: 10 })).reverse();
+    assert.deepEqual(
+      refused.map((event) => [event.ip, event.detail['reason'], event.detail['refused']]),
+      [
+        [ip, 'wrong_token', undefined],
+        [ip, 'wrong_token', undefined],
+        [ip, 'wrong_token', undefined],
+        [ip, 'limit', 2],
+      ],
+      'each wrong token, then one event for the refusals of the window; no token at all is none',
+    );
 
     world.clock.advance(600_000);
     assert.deepEqual(await called(world, token, ip), right, 'the window over: taken again');

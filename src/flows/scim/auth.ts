@@ -60,8 +60,12 @@ export async function scimCaller(
     throw new ScimError(429, null, `too many wrong tokens from this address; try again in ${reserved.retryAfterSeconds} seconds`, reserved.retryAfterSeconds);
   }
   const caller = await identify(deps, token);
-  // A wrong token stays counted; a right one gives its place back.
-  if (caller === null) throw new ScimError(401, null, "the bearer token is unknown, withdrawn or expired, or not a client's with the scope scim");
+  // A wrong token stays counted, and is in the audit trail as a wrong password is
+  // (`signin.failed`); a right one gives its place back.
+  if (caller === null) {
+    await deps.events.emit({ type: 'scim.refused', ip, detail: { reason: 'wrong_token' } });
+    throw new ScimError(401, null, "the bearer token is unknown, withdrawn or expired, or not a client's with the scope scim");
+  }
   await reserved.succeeded();
   return caller;
 }

@@ -132,9 +132,13 @@ describe('SCIM list queries (RFC 7644 §3.4.2, §3.9)', () => {
     assert.deepEqual(list({}, USERS)['Resources'], USERS, 'the resources as given, nothing projected away');
   });
 
-  it('sorts without regard to case, a multi-valued attribute by its primary value or else its first, those without a value last if ascending and first if descending (§3.4.2.3)', () => {
+  it('sorts without regard to case but where case matters (caseExact), a multi-valued attribute by its primary value or else its first, those without a value last if ascending and first if descending (§3.4.2.3)', () => {
     assert.deepEqual(ids(list({ sortBy: 'userName' })), ['u-ada', 'u-alan', 'u-grace', 'u-linus'], '"Alan" between "ada" and "grace"');
     assert.deepEqual(ids(list({ sortBy: 'userName', sortOrder: 'descending' })), ['u-linus', 'u-grace', 'u-alan', 'u-ada']);
+    // §3.4.2.3: "String type attributes are case insensitive by default, unless the attribute type is defined as a caseExact string":
+    // externalId is (RFC 7643 §3.1), so it sorts by code point, upper case first.
+    const external = ['b', 'B', 'a', 'A'].map((externalId, i) => user(`u${i}`, { userName: `x${i}`, externalId }));
+    assert.deepEqual(ids(list({ sortBy: 'externalId' }, external)), ['u3', 'u1', 'u2', 'u0'], 'A, B, a, b');
     assert.deepEqual(ids(list({ sortBy: 'title' })), ['u-grace', 'u-alan', 'u-ada', 'u-linus'], 'Admiral, codebreaker, Countess, then none');
     // §3.4.2.3: "If the attribute is multi-valued, resources MUST be sorted by the value of the primary attribute ..., if any, or else
     // the first value in the list, if any": ada by ada@work (primary), grace by grace@ (primary), alan by zed@ (first).

@@ -163,7 +163,10 @@ function sortValue(resource: Json, kind: ResourceKind, path: AttrPath): string |
   }
   const sub = path.sub ?? (value !== null && typeof value === 'object' ? 'value' : null);
   if (sub !== null) value = member(value, sub);
-  return typeof value === 'string' ? value.toLowerCase() : typeof value === 'number' || typeof value === 'boolean' ? value : null;
+  // §3.4.2.3: "String type attributes are case insensitive by default, unless the attribute
+  // type is defined as a caseExact string" (id, externalId, a member's value).
+  if (typeof value === 'string') return ruleOf(kind, path)?.caseExact ? value : value.toLowerCase();
+  return typeof value === 'number' || typeof value === 'boolean' ? value : null;
 }
 
 /** A list's query, read and checked (§3.4.2): every refusal comes before anything is read. */

@@ -139,14 +139,14 @@ function whereOf<F extends string>(d: Dialect, table: Table<F>, condition: ScimC
   return walk(condition);
 }
 
-/** The ORDER BY of a search: the field (without a value last if ascending, first if descending; text without regard to case), then the list's own order. */
+/** The ORDER BY of a search: the field (without a value last if ascending, first if descending; text without regard to case unless its case matters), then the list's own order. */
 function orderOf<F extends string>(d: Dialect, table: Table<F>, search: ScimSearch<F>): string {
   if (search.sortBy === null) return table.tieBreak;
   const field = table.fields[search.sortBy];
   const direction = search.descending ? ' DESC' : '';
   if (field.kind === 'text') {
     const key = field.expression;
-    return `(${key} IS NULL)${direction}, ${d.byCodePoint(`lower(${key})`)}${direction}, ${table.tieBreak}`;
+    return `(${key} IS NULL)${direction}, ${d.byCodePoint(field.exact ? key : `lower(${key})`)}${direction}, ${table.tieBreak}`;
   }
   if (field.kind === 'time') return `${field.expression}${direction}, ${table.tieBreak}`;
   if (field.kind === 'notFlag') return `${field.expression}${search.descending ? '' : ' DESC'}, ${table.tieBreak}`;

@@ -33,6 +33,8 @@ import { transactionWithEvents } from '../events.ts';
 import { checkMayChangeClient, checkScopesGiven } from './authority.ts';
 import type { ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound, problem } from './errors.ts';
+import { CLIENT_FIELDS } from './fields/clients.ts';
+import { checkBounds } from './fields/field.ts';
 
 /** A registration as given: every field optional, so that an update names only what changes. */
 export interface ClientMetadata {
@@ -422,6 +424,7 @@ function clientKeys(metadata: ClientMetadata, urls: UrlRule): ClientKeys | null 
 
 /** Registers a client; a confidential one with a secret method gets a secret, returned once. */
 export async function createClient(deps: ManageDeps, metadata: ClientMetadata, options: CreateOptions = {}): Promise<ClientWithSecret> {
+  checkBounds(CLIENT_FIELDS, metadata);
   if (metadata.client_name === undefined || !metadata.client_name.trim()) throw invalid`${field('client_name')} is required`;
   const name = parseName(metadata.client_name);
   const urls = urlRule(deps, options);
@@ -535,6 +538,7 @@ export async function updateClient(
   expectedVersion?: number,
   by: ChangedBy = 'operator',
 ): Promise<ClientWithSecret> {
+  checkBounds(CLIENT_FIELDS, changes);
   const client = await getClient(deps, id);
   checkMayChangeClient(deps.caller, client);
   // RFC 9110 §13.1.1: a change made against a version that is no longer current is refused

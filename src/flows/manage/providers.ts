@@ -15,6 +15,7 @@ import { checkMayTrustProvider } from './authority.ts';
 import type { ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound } from './errors.ts';
 import { MAX_PROVIDER_NAME, MAX_PROVIDER_TEXT, PROVIDER_FIELDS } from './fields/providers.ts';
+import { checkBounds } from './fields/field.ts';
 
 /** What a provider operation is given: the management deps and the box its secrets are sealed in. */
 export interface ProviderDeps extends ManageDeps {
@@ -364,6 +365,7 @@ export function providerIdFor(input: Pick<ProviderInput, 'id' | 'name'>): string
 
 /** Adds a provider; its id is made from its name unless given. */
 export async function addProvider(deps: ProviderDeps, input: ProviderInput): Promise<IdentityProviderRecord> {
+  checkBounds(PROVIDER_FIELDS, input);
   const kind = PROVIDER_KINDS.find((candidate) => candidate === input.kind);
   if (kind === undefined) throw invalid`${field('kind')} ${input.kind ?? ''}: one of ${PROVIDER_KINDS.join(', ')}`;
   const name = checkName(input.name, false)!;
@@ -405,6 +407,7 @@ export async function getProvider(deps: Pick<ProviderDeps, 'store'>, id: string)
 
 /** Changes what is given; the rest stays. A new secret replaces the old one. */
 export async function updateProvider(deps: ProviderDeps, id: string, input: ProviderInput): Promise<IdentityProviderRecord> {
+  checkBounds(PROVIDER_FIELDS, input);
   const current = await getProvider(deps, id);
   if (input.kind !== undefined && input.kind !== current.kind) throw invalid`${field('kind')}: a provider's kind cannot change; remove it and add another`;
   if (input.id !== undefined && input.id !== id) throw invalid`${field('id')}: a provider's id cannot change (it is in the redirect URI registered upstream)`;

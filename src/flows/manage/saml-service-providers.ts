@@ -15,7 +15,8 @@ import { readSpMetadata, type SpMetadata } from '../saml/metadata-import.ts';
 import { XmlRefusal } from '../saml/xml.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound } from './errors.ts';
-import { MAX_CERTIFICATE_CHARS, MAX_METADATA_CHARS } from './fields/saml-service-providers.ts';
+import { checkBounds } from './fields/field.ts';
+import { MAX_CERTIFICATE_CHARS, MAX_METADATA_CHARS, SAML_SP_FIELDS } from './fields/saml-service-providers.ts';
 
 /** A server has at most this many SAML service providers. */
 export const MAX_SAML_SPS = 500;
@@ -171,6 +172,7 @@ function registration(input: SamlSpInput, current: SamlServiceProviderRecord | n
 }
 
 export async function addSamlSp(deps: ManageDeps, input: SamlSpInput): Promise<SamlServiceProviderRecord> {
+  checkBounds(SAML_SP_FIELDS, input);
   if (input.entity_id !== undefined && input.metadata === undefined) checkEntityId(input.entity_id);
   const sp = registration(input, null, deps.clock.now());
   if ((await deps.store.samlServiceProviders.list()).length >= MAX_SAML_SPS)
@@ -199,6 +201,7 @@ export async function getSamlSp(deps: Pick<ManageDeps, 'store'>, idOrEntityId: s
 
 /** Changes what is given; its entity ID stays (another entity ID is another SP). */
 export async function updateSamlSp(deps: ManageDeps, idOrEntityId: string, input: SamlSpInput): Promise<SamlServiceProviderRecord> {
+  checkBounds(SAML_SP_FIELDS, input);
   const current = await getSamlSp(deps, idOrEntityId);
   if (input.entity_id !== undefined && input.entity_id !== current.entityId)
     throw invalid`${field('entity_id')}: an SP's entity ID is not changed; add the other entity as an SP of its own`;

@@ -9,8 +9,11 @@
  * kind of value and its bounds, which operations take it, the command-line option and the
  * form control with its label's message key. The rules a value must follow beyond its kind
  * and bounds stay in the operation (flows/manage/*.ts): a table says what a field is, an
- * operation what it may be.
+ * operation what it may be. The operations hold the lists' and pairs' bounds the rows state
+ * (`checkBounds`), which the admin API's schema states too, so no door passes them.
  */
+
+import { field, invalid } from '../errors.ts';
 
 /** The kinds of value a field holds, as the wire (JSON) has them. */
 export type FieldKind =
@@ -560,4 +563,24 @@ export function cliUsageParts(table: FieldTable, operation: 'create' | 'update',
 
 export function cliUsage(table: FieldTable, operation: 'create' | 'update', kind?: string): string {
   return cliUsageParts(table, operation, kind).join(' ');
+}
+
+/**
+ * The bounds of the lists and pairs `input` gives (how many, and each one's length), as
+ * `table`'s rows state them. Called by the operations, so that every door meets the bounds
+ * the admin API's schema states: `tessera` and the console as much as the API. A value of
+ * another type is left to the operation, which says what it must be.
+ */
+export function checkBounds(table: FieldTable, input: object): void {
+  for (const row of table) {
+    const value: unknown = (input as Readonly<Record<string, unknown>>)[row.name];
+    const type = row.type;
+    if (type.kind === 'list' && Array.isArray(value)) {
+      if (value.length > type.maxItems) throw invalid`${field(row.name)}: at most ${type.maxItems} values, not ${value.length}`;
+      if (value.some((item) => typeof item === 'string' && item.length > type.max)) throw invalid`${field(row.name)}: each at most ${type.max} characters`;
+    } else if (type.kind === 'pairs' && value !== null && typeof value === 'object') {
+      const count = Array.isArray(value) ? value.length : Object.keys(value).length;
+      if (count > type.maxItems) throw invalid`${field(row.name)}: at most ${type.maxItems} values, not ${count}`;
+    }
+  }
 }

@@ -1,9 +1,11 @@
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIP } from 'node:net';
+import { isLoopbackHost } from '../../src/core/networks.ts';
 
-/** Whether `address`, as node:net hands it to the handle, is this machine's loopback. */
+/**
+ * Whether `address`, as node:net hands it to the handle, is this machine's loopback: the
+ * server's own reading of loopback (src/core/networks.ts), less the unspecified addresses
+ * (0.0.0.0, ::) and names, which never reach the handle from a test that means loopback.
+ */
 export function isLoopback(address: string): boolean {
-  if (isIPv4(address)) return address.startsWith('127.');
-  if (!isIPv6(address)) return false;
-  const lower = address.toLowerCase();
-  return lower === '::1' || /^(0{0,4}:){5}ffff:127\./.test(lower.replace(/^::/, '0:0:0:0:0:'));
+  return isIP(address) !== 0 && address !== '0.0.0.0' && address !== '::' && isLoopbackHost(address);
 }

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
@@ -15,6 +15,7 @@ import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { closeAll, closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 import { authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
+import { text } from 'node:stream/consumers';
 
 interface GithubPerson {
   readonly id: number;
@@ -52,12 +53,6 @@ async function fakeGithub(clientId: string, clientSecret: string) {
     response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
     response.end(JSON.stringify(body));
   };
-  const read = (request: IncomingMessage) =>
-    new Promise<string>((resolve) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => resolve(body));
-    });
   const { server, port } = await listenOnFreePort(
     createServer(async (request, response) => {
       const url = new URL(request.url!, 'http://github.test');
@@ -74,7 +69,7 @@ async function fakeGithub(clientId: string, clientSecret: string) {
         return response.end();
       }
       if (request.method === 'POST' && url.pathname === '/login/oauth/access_token') {
-        const form = new URLSearchParams(await read(request));
+        const form = new URLSearchParams(await text(request));
         const code = codes.get(form.get('code') ?? '');
         codes.delete(form.get('code') ?? '');
         // GitHub answers these errors with 200 and an error body.

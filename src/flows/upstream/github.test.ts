@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import { FLOW_ISSUER, flowWorld, type FlowWorld, CookieJar } from '../../../test/helpers/flows.ts';
@@ -23,6 +23,7 @@ import { beginGithub, finishGithub } from './github.ts';
 import { UpstreamFailure } from './oidc.ts';
 import { providerSettings, type GithubSettings } from './settings.ts';
 import { finishUpstream, startUpstream } from './sign-in.ts';
+import { text } from 'node:stream/consumers';
 
 const CLIENT_ID = 'Iv1.0123456789abcdef';
 const CLIENT_SECRET = 'github client secret';
@@ -60,17 +61,11 @@ async function fakeGithub() {
     response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
     response.end(typeof body === 'string' ? body : JSON.stringify(body));
   };
-  const read = (request: IncomingMessage) =>
-    new Promise<string>((resolve) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => resolve(body));
-    });
   const { server, port } = await listenOnFreePort(
     createServer(async (request, response) => {
       const url = new URL(request.url!, 'http://github.test');
       if (request.method === 'POST' && url.pathname === '/login/oauth/access_token') {
-        state.tokenRequests.push(new URLSearchParams(await read(request)));
+        state.tokenRequests.push(new URLSearchParams(await text(request)));
         return json(response, state.answers.token);
       }
       state.apiCalls.push({ path: url.pathname, headers: request.headers });

@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../../core/crypto.ts';
 import type { AuditEvent } from '../../core/events.ts';
@@ -25,6 +25,7 @@ import type { Browser } from '../session/session.ts';
 import { addProvider, type ProviderDeps, type ProviderInput } from '../manage/providers.ts';
 import { providerSettings, upstreamRedirectUri } from './settings.ts';
 import { finishUpstream, onlyProvider, startUpstream, type UpstreamContinuation, type UpstreamOutcome } from './sign-in.ts';
+import { text } from 'node:stream/consumers';
 
 const SECRET = 'github client secret';
 
@@ -36,17 +37,11 @@ async function fakeUpstream() {
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify(body));
   };
-  const read = (request: IncomingMessage) =>
-    new Promise<string>((resolve) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => resolve(body));
-    });
   const { server, port } = await listenOnFreePort(
     createServer(async (request, response) => {
       const path = new URL(request.url!, 'http://upstream.test').pathname;
       if (path === '/login/oauth/access_token') {
-        seen.tokenRequests.push(new URLSearchParams(await read(request)));
+        seen.tokenRequests.push(new URLSearchParams(await text(request)));
         return json(response, { access_token: 'gho_token', token_type: 'bearer' });
       }
       if (path === '/api/user') return json(response, { id: 583231, login: 'octocat', name: 'The Octocat' });

@@ -15,7 +15,7 @@ import { createClient, type ClientMetadata } from '../../src/flows/manage/client
 import type { ManageDeps } from '../../src/flows/manage/deps.ts';
 import type { FlowDeps } from '../../src/flows/types.ts';
 import { openStore } from '../../src/store/open.ts';
-import { newUserRecord, type ClientRecord, type Store, type UserRecord } from '../../src/store/types.ts';
+import { newUserRecord, type ClientRecord, type IdentityProviderRecord, type Store, type UserRecord } from '../../src/store/types.ts';
 import { TokenIssuer } from '../../src/tokens/issue.ts';
 import { KeyManager } from '../../src/tokens/keys.ts';
 import { OAuthError } from '../../src/core/errors.ts';
@@ -115,6 +115,18 @@ export async function outcome(run: () => unknown): Promise<string> {
     throw error;
   }
 }
+
+/** An OpenID provider as the store keeps it, `settings` over the usual ones: for flows that read providers without adding them. */
+export const oidcProviderRecord = (id: string, settings: Record<string, unknown> = {}): IdentityProviderRecord => ({
+  id,
+  kind: 'oidc',
+  name: id,
+  position: 0,
+  secret: null,
+  createdAt: 0,
+  updatedAt: 0,
+  settings: { issuer: `https://${id}.example`, clientId: 'tessera', scopes: ['openid', 'email'], ...settings },
+});
 
 /** The messages the outbox holds for `events`, opened as the mail dispatcher opens them: nothing sends them in a flow's world. */
 export async function queuedMail(world: FlowWorld, events: readonly AuditEvent[]): Promise<MailMessage[]> {

@@ -10,23 +10,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { IdentityProviderRecord } from '../../store/types.ts';
-import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { flowWorld, oidcProviderRecord, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { addOrganization, removeOrganization, updateOrganization } from '../manage/organizations.ts';
 import { emailDomain } from '../upstream/accounts.ts';
 import { providerForDomain } from './routing.ts';
 
-const provider = (id: string, settings: Record<string, unknown> = {}): IdentityProviderRecord => ({
-  id,
-  kind: 'oidc',
-  name: id,
-  position: 0,
-  secret: null,
-  createdAt: 0,
-  updatedAt: 0,
-  settings: { issuer: `https://${id}.example`, clientId: 'tessera', scopes: ['openid', 'email'], ...settings },
-});
-const SSO = provider('acme-sso');
-const NAMED = provider('named', { domains: ['named.example', 'both.example'] });
+const SSO = oidcProviderRecord('acme-sso');
+const NAMED = oidcProviderRecord('named', { domains: ['named.example', 'both.example'] });
 
 describe('where an e-mail domain signs in (flows/organizations/routing.ts)', () => {
   let world: FlowWorld;

@@ -1,24 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { OperatorRole } from '../../core/scopes.ts';
-import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
-import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
+import type { IdentityProviderRecord } from '../../store/types.ts';
+import { flowWorld, oidcProviderRecord, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { accountFor, joinOrganizationOfProvider, type UpstreamIdentity } from './accounts.ts';
 import { providerSettings } from './settings.ts';
 
-const provider = (id: string, settings: Record<string, unknown>): IdentityProviderRecord => ({
-  id,
-  kind: 'oidc',
-  name: id,
-  position: 0,
-  secret: null,
-  createdAt: 0,
-  updatedAt: 0,
-  settings: { issuer: `https://${id}.example`, clientId: 'tessera', scopes: ['openid', 'email'], ...settings },
-});
-const LINKING = provider('linking', { allowLinking: true });
-const NOT_LINKING = provider('separate', {});
-const DOMAIN = provider('corp', { allowLinking: true, allowedDomains: ['corp.example'] });
+const LINKING = oidcProviderRecord('linking', { allowLinking: true });
+const NOT_LINKING = oidcProviderRecord('separate', {});
+const DOMAIN = oidcProviderRecord('corp', { allowLinking: true, allowedDomains: ['corp.example'] });
 
 let subjects = 0;
 function identity(email: string | null, emailVerified: boolean): UpstreamIdentity {
@@ -126,7 +116,7 @@ describe('the account an upstream sign-in signs in as (accountFor)', () => {
 
 describe("an organization's own provider makes the people it signs in members (joinOrganizationOfProvider)", () => {
   let world: FlowWorld;
-  const SSO = provider('acme-sso', {});
+  const SSO = oidcProviderRecord('acme-sso', {});
   const org = {
     id: 'org-acme',
     name: 'Acme',

@@ -19,6 +19,7 @@ import { newUserRecord, type ClientRecord, type IdentityProviderRecord, type Sto
 import { TokenIssuer } from '../../src/tokens/issue.ts';
 import { KeyManager } from '../../src/tokens/keys.ts';
 import { OAuthError } from '../../src/core/errors.ts';
+import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import type { AuditEvent } from '../../src/core/events.ts';
 import { ManageError } from '../../src/flows/manage/errors.ts';
 import { mailOutbox, type MailMessage, type MailOutbox } from '../../src/flows/mail/outbox.ts';
@@ -135,6 +136,12 @@ export async function queuedMail(world: FlowWorld, events: readonly AuditEvent[]
     if (delivery.message === null) throw new Error(`message ${delivery.id} was erased`);
     return world.mail.open(delivery.id, delivery.message);
   });
+}
+
+/** Two device clients of `world` (RFC 8628), asking for openid and profile: the living-room TV and the kitchen radio. */
+export async function deviceClients(world: FlowWorld): Promise<[ClientRecord, ClientRecord]> {
+  const device = (name: string) => world.addClient({ client_name: name, grant_types: [GRANT_DEVICE_CODE], scope: 'openid profile' });
+  return [(await device('Living-room TV')).client, (await device('Kitchen radio')).client];
 }
 
 /** Two Shared Signals receivers of `world` (SSF 1.0 §8.1.1): clients of the client_credentials grant holding `ssf:manage`. */

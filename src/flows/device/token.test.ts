@@ -7,10 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
-import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import type { SessionRecord } from '../../store/sessions.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
-import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { deviceClients, flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { startDeviceAuthorization } from './authorization.ts';
 import { deviceCodeKey } from './device-code.ts';
 import { deviceCodeGrant } from './token.ts';
@@ -27,9 +26,7 @@ describe('the device_code grant (RFC 8628 §3.4, §3.5)', () => {
 
   before(async () => {
     world = await flowWorld();
-    const device = { grant_types: [GRANT_DEVICE_CODE], scope: 'openid profile' };
-    ({ client: tv } = await world.addClient({ client_name: 'Living-room TV', ...device }));
-    ({ client: other } = await world.addClient({ client_name: 'Kitchen radio', ...device }));
+    [tv, other] = await deviceClients(world);
     ada = await world.addUser({ username: 'ada' });
   });
   after(() => world.close());

@@ -12,11 +12,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
-import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import type { SessionRecord } from '../../store/sessions.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { approvedGrant } from '../../../test/store/fixtures.ts';
-import { FLOW_ISSUER, flowWorld, outcome, queuedMail, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { deviceClients, FLOW_ISSUER, flowWorld, outcome, queuedMail, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { startDeviceAuthorization } from '../device/authorization.ts';
 import { deviceCodeKey } from '../device/device-code.ts';
 import { deviceCodeGrant } from '../device/token.ts';
@@ -41,9 +40,7 @@ describe("an operator's dealings with people", () => {
 
   before(async () => {
     world = await flowWorld();
-    const device = { grant_types: [GRANT_DEVICE_CODE], scope: 'openid profile' };
-    ({ client: tv } = await world.addClient({ client_name: 'Living-room TV', ...device }));
-    ({ client: radio } = await world.addClient({ client_name: 'Kitchen radio', ...device }));
+    [tv, radio] = await deviceClients(world);
     await addResource(world.manage, {
       identifier: 'https://reports.example.com',
       name: 'Reports',

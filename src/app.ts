@@ -111,6 +111,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
     keys: input.keys,
     passwords: new PasswordQueue({
       threads: input.config.signIn.hashThreads,
+      nice: input.config.signIn.hashNice,
       maxWaiting: input.config.signIn.queue,
       perAddress: input.config.signIn.queuePerAddress,
     }),

@@ -4,10 +4,12 @@
  * not fit is refused at once with Retry-After.
  */
 import assert from 'node:assert/strict';
+import { getPriority } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { runTessera } from './helpers/cli.ts';
 import { BrowserAt } from './helpers/device.ts';
 import { startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+import { threadNiceValues } from './helpers/threads.ts';
 
 async function signInPage(browser: BrowserAt) {
   return browser.request('/login');
@@ -48,6 +50,7 @@ describe('the password queue', () => {
         TESSERA_PASSWORD_HASH_THREADS: '1',
         TESSERA_SIGN_IN_QUEUE: '3',
         TESSERA_SIGN_IN_QUEUE_PER_ADDRESS: '2',
+        TESSERA_PASSWORD_HASH_NICE: '7',
       },
     });
     user = await server.addUser({ username: 'queued' });
@@ -77,6 +80,16 @@ describe('the password queue', () => {
       assert.match(answer.html, /Many people are signing in right now\. Wait \d+ seconds?, then sign in again\./);
     }
     assert.equal(answered.find((a) => a.who === 'other')!.status, 303, 'the other address signed in');
+  });
+
+  it("checks passwords on a thread at TESSERA_PASSWORD_HASH_NICE above the server's priority, so that busy cores sign tokens first", {
+    skip: process.platform !== 'linux' && 'nice values per thread are read from /proc',
+  }, async () => {
+    const browser = new BrowserAt(server.url, '198.51.100.31');
+    const signedIn = await browser.submit(await signInPage(browser), '/login', { username: user.username, password: user.password });
+    assert.equal(signedIn.status, 303, signedIn.html);
+    // The server runs in this process: its one hashing thread is the one thread lowered by 7.
+    assert.equal(threadNiceValues().filter((nice) => nice === Math.min(19, getPriority() + 7)).length, 1);
   });
 
   it('hashes the new password of a reset link on the queue: posts of one live link beyond the share of the address are answered 429, and the link is used once', async () => {

@@ -83,6 +83,7 @@ export function loadConfig(env: Env = process.env): Config {
       delayMs: s.TESSERA_SIGN_IN_DELAY_MS,
       maxDelayMs: s.TESSERA_SIGN_IN_MAX_DELAY_MS,
       hashThreads: s.TESSERA_PASSWORD_HASH_THREADS ?? Math.max(1, Math.floor(availableParallelism() / 2)),
+      hashNice: s.TESSERA_PASSWORD_HASH_NICE,
       queue: s.TESSERA_SIGN_IN_QUEUE,
       queuePerAddress: s.TESSERA_SIGN_IN_QUEUE_PER_ADDRESS,
       goodRecordSeconds: s.TESSERA_SIGN_IN_GOOD_RECORD,

@@ -484,6 +484,15 @@ export const SETTINGS = [
     description: "threads that compute argon2id, apart from libuv's pool, which signs tokens",
   },
   {
+    name: 'TESSERA_PASSWORD_HASH_NICE',
+    type: 'integer',
+    default: 10,
+    min: 0,
+    max: 19,
+    description:
+      "how far the hashing threads yield the cores to the rest of the server when the cores are busy, as Linux's nice value above the process's own: 0 is an equal share, 10 about a tenth of a busy core's time, 19 the least; on an idle machine a check takes as long either way. Linux only ([docs/security.md](docs/security.md))",
+  },
+  {
     name: 'TESSERA_SIGN_IN_WINDOW',
     type: 'integer',
     default: 900,

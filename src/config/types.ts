@@ -285,6 +285,11 @@ export interface SignInSettings {
    * compute argon2id, apart from libuv's pool, which signs tokens.
    */
   readonly hashThreads: number;
+  /**
+   * `TESSERA_PASSWORD_HASH_NICE` (default 10): the hashing threads' nice value above the
+   * process's, so that on busy cores token signing and requests come first (Linux only).
+   */
+  readonly hashNice: number;
   /** `TESSERA_SIGN_IN_QUEUE` (default 32): sign-ins that may wait for a hashing thread. */
   readonly queue: number;
   /** `TESSERA_SIGN_IN_QUEUE_PER_ADDRESS` (default 4): places in the queue one address may hold. */

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { getPriority } from 'node:os';
 import { after, describe, it } from 'node:test';
+import { threadNiceValues } from '../../test/helpers/threads.ts';
 import { hashPassword } from './password.ts';
 import { PasswordQueue, type PasswordCheck } from './password-queue.ts';
 
@@ -29,6 +31,32 @@ describe('PasswordQueue', () => {
     );
     assert.equal(status, 0, stderr);
     assert.deepEqual(JSON.parse(stdout), { kind: 'checked', matches: true });
+  });
+
+  it("hashes on threads that lower their own priority by the nice value given, leaving the process's other threads as they were", {
+    skip: process.platform !== 'linux' && 'nice values per thread are read from /proc',
+  }, async () => {
+    const own = getPriority();
+    const lowered = Math.min(19, own + 7);
+    const atLowered = () => threadNiceValues().filter((nice) => nice === lowered).length;
+    const before = atLowered();
+    const others = threadNiceValues().length - before;
+    const nice = new PasswordQueue({ threads: 2, maxWaiting: 4, perAddress: 4, nice: 7 });
+    try {
+      const encoded = await hashPassword('right', cost);
+      // Two checks at once: each takes a thread of its own.
+      const checks = await Promise.all([nice.verify('right', encoded, '198.51.100.7'), nice.verify('guess', encoded, '203.0.113.9')]);
+      assert.deepEqual(
+        checks.map((check) => check.kind === 'checked' && check.matches),
+        [true, false],
+      );
+      assert.equal(atLowered() - before, 2, "both hashing threads at the process's nice value + 7");
+      assert.equal(getPriority(), own, 'the thread that made the queue keeps its own');
+      assert.ok(threadNiceValues().length - atLowered() >= others, 'no other thread lowered');
+    } finally {
+      await nice.close();
+    }
+    assert.equal(atLowered(), before, 'the threads end with the queue');
   });
 
   it('serves waiting addresses in turn: with one address holding six places, another address is answered before its later ones', async () => {

@@ -5,7 +5,9 @@
  * sign-in attempts in flight held every thread that signs tokens, and every token response
  * waited behind them: four wrong-password posts from one address took the code exchange
  * from milliseconds to a second. Here each check runs on a worker thread of this queue
- * (`argon2Sync` there), so signing keeps libuv's threads; at most `threads` checks run at
+ * (`argon2Sync` there), so signing keeps libuv's threads, and on Linux the threads run at a
+ * lower priority (`nice`), so that when the cores are busy the scheduler gives the event loop
+ * and the signing threads the larger share instead of an equal one; at most `threads` checks run at
  * once, at most `maxWaiting` wait, and one address may hold at most `perAddress` of those
  * places. Waiting attempts are served address by address in turn, so one address cannot
  * push another's attempt back by sending many. Beyond any bound the answer is immediate:
@@ -32,6 +34,12 @@ export interface PasswordQueueSettings {
   readonly maxWaiting: number;
   /** Places (running or waiting) one client address may hold. */
   readonly perAddress: number;
+  /**
+   * The threads' nice value above the process's (`TESSERA_PASSWORD_HASH_NICE`; default 0, an
+   * equal share): on busy cores the scheduler gives them that much less of a core than the
+   * event loop and libuv's pool, which sign tokens. Linux only.
+   */
+  readonly nice?: number;
 }
 
 /** How an attempt asks for a place. */
@@ -72,9 +80,21 @@ interface Job {
 // getBuiltinModule, not require: a worker inherits its process's flags, and under
 // --input-type=module (a server started from `node --input-type=module --eval`) its source
 // is read as a module, where require is not defined.
+//
+// Linux keeps a nice value per thread, and setpriority(2) given a thread's ID sets that
+// thread's alone; os.setPriority passes the ID through. So the thread lowers its own priority,
+// found by its ID in /proc, and the process's other threads keep theirs. Where that fails (no
+// /proc, another system) it hashes at the process's priority, as it did before.
 const WORKER_SOURCE = `
-const { parentPort } = process.getBuiltinModule('node:worker_threads');
+const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
 const { argon2Sync } = process.getBuiltinModule('node:crypto');
+if (workerData.nice > 0 && process.platform === 'linux') {
+  try {
+    const { getPriority, setPriority } = process.getBuiltinModule('node:os');
+    const tid = Number(process.getBuiltinModule('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+    setPriority(tid, Math.min(19, getPriority(tid) + workerData.nice));
+  } catch {}
+}
 parentPort.on('message', ({ password, nonce, memory, passes, parallelism, tagLength }) => {
   try {
     const tag = argon2Sync('argon2id', { message: password, nonce: Buffer.from(nonce), memory, passes, parallelism, tagLength });
@@ -90,8 +110,8 @@ class HashThread {
   #job: Job | null = null;
   #dead = false;
 
-  constructor(onIdle: (thread: HashThread) => void) {
-    this.#worker = new Worker(WORKER_SOURCE, { eval: true });
+  constructor(nice: number, onIdle: (thread: HashThread) => void) {
+    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { nice } });
     // An idle pool never keeps the process alive; the server's sockets do while it serves.
     this.#worker.unref();
     this.#worker.on('message', (message: { tag?: Uint8Array; error?: string }) => {
@@ -305,7 +325,7 @@ export class PasswordQueue {
     const idle = this.#threads.find((thread) => !thread.busy);
     if (idle) return idle;
     if (this.#threads.length < this.#settings.threads) {
-      const thread = new HashThread(() => this.#dispatch());
+      const thread = new HashThread(this.#settings.nice ?? 0, () => this.#dispatch());
       this.#threads.push(thread);
       return thread;
     }

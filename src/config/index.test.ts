@@ -129,6 +129,7 @@ describe('loadConfig', () => {
         delayMs: 1000,
         maxDelayMs: 30000,
         hashThreads: 0,
+        hashNice: 10,
         queue: 32,
         queuePerAddress: 4,
         goodRecordSeconds: 30 * 86400,

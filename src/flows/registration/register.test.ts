@@ -37,6 +37,37 @@ describe('dynamic client registration (RFC 7591, RFC 7592)', () => {
     assert.equal((await world.store.clients.list()).length, before, 'no client was made');
   });
 
+  it("holds a registration's lists to the client table's bounds, naming the field in RFC 7591's error, on registration and replacement", async () => {
+    const uris = (count: number) => Array.from({ length: count }, (_, i) => `com.example.notes${i}:/callback`);
+    const cases: [string, Record<string, unknown>, string][] = [
+      ['51 redirect URIs', { redirect_uris: uris(51) }, 'invalid_redirect_uri'],
+      ['a redirect URI of 2,049 characters', { redirect_uris: [`com.example.notes:/${'a'.repeat(2030)}`] }, 'invalid_redirect_uri'],
+      ['51 post-logout redirect URIs', { redirect_uris: [NATIVE], post_logout_redirect_uris: uris(51) }, 'invalid_redirect_uri'],
+      ['51 device networks', { redirect_uris: [NATIVE], device_networks: Array.from({ length: 51 }, (_, i) => `10.0.${i}.0/24`) }, 'invalid_client_metadata'],
+      ['a device network of 65 characters', { redirect_uris: [NATIVE], device_networks: [`${'1'.repeat(62)}/24`] }, 'invalid_client_metadata'],
+    ];
+    const made = await register(app, { client_name: 'Notes', redirect_uris: [NATIVE], token_endpoint_auth_method: 'none' }, 'token');
+    const owner = await registrationOwner(app, made.client.id, made.registrationAccessToken);
+    const token = made.registrationAccessToken!;
+    const before = (await world.store.clients.list()).length;
+    for (const [what, lists, expected] of cases) {
+      const body = { client_name: 'Notes', token_endpoint_auth_method: 'none', ...lists };
+      assert.equal(await outcome(() => register(app, body, 'token')), expected, `registering with ${what}`);
+      assert.equal(
+        await outcome(() => replaceRegistration(app, owner, token, { ...body, client_id: made.client.id }, 'token')),
+        expected,
+        `replacing with ${what}`,
+      );
+    }
+    assert.equal((await world.store.clients.list()).length, before, 'no client was made');
+    assert.deepEqual((await world.store.clients.get(made.client.id))?.redirectUris, [NATIVE], 'nor the registration changed');
+    // At the bound, both go through.
+    const fifty = await register(app, { client_name: 'Fifty', token_endpoint_auth_method: 'none', redirect_uris: uris(50) }, 'token');
+    assert.equal(fifty.client.redirectUris.length, 50);
+    await replaceRegistration(app, owner, token, { client_id: made.client.id, client_name: 'Notes', redirect_uris: uris(50) }, 'token');
+    assert.equal((await world.store.clients.get(made.client.id))?.redirectUris.length, 50);
+  });
+
   it('replaces a registration only for the client_id it names, which must be its own (RFC 7592 §2.2)', async () => {
     const first = await register(app, { client_name: 'Notes', redirect_uris: [NATIVE], token_endpoint_auth_method: 'none' }, 'token');
     const other = await register(app, { client_name: 'Other', redirect_uris: ['com.example.other:/callback'], token_endpoint_auth_method: 'none' }, 'token');

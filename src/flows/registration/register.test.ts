@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
+import type { OAuthError } from '../../core/errors.ts';
 import { NO_ADMIN } from '../manage/authority.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { register, registrationOwner, replaceRegistration, type RegistrationPolicy } from './register.ts';
@@ -61,6 +62,11 @@ describe('dynamic client registration (RFC 7591, RFC 7592)', () => {
     }
     assert.equal((await world.store.clients.list()).length, before, 'no client was made');
     assert.deepEqual((await world.store.clients.get(made.client.id))?.redirectUris, [NATIVE], 'nor the registration changed');
+    // Open registration parses each redirect URI: past the bound it is refused before that.
+    await assert.rejects(
+      register(app, { client_name: 'Notes', token_endpoint_auth_method: 'none', redirect_uris: uris(50).concat('https://web.example/callback') }, 'open'),
+      (error: OAuthError) => error.code === 'invalid_redirect_uri' && /at most 50/.test(error.description),
+    );
     // At the bound, both go through.
     const fifty = await register(app, { client_name: 'Fifty', token_endpoint_auth_method: 'none', redirect_uris: uris(50) }, 'token');
     assert.equal(fifty.client.redirectUris.length, 50);

@@ -18,6 +18,8 @@ import { networkOf } from '../device/proximity.ts';
 import { clientJson, createClient, removeClient, updateClient, type ClientMetadata } from '../manage/clients.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { ManageError } from '../manage/errors.ts';
+import { checkBounds } from '../manage/fields/field.ts';
+import { CLIENT_FIELDS } from '../manage/fields/clients.ts';
 
 /** What a registering app may set (RFC 7591 §2, and Tessera's own client metadata). */
 const STRING_FIELDS = ['client_name', 'scope', 'token_endpoint_auth_method', 'jwks_uri', 'backchannel_logout_uri', 'request_object_signing_alg'] as const;
@@ -53,7 +55,7 @@ export function readMetadata(body: Readonly<Record<string, unknown>>): Metadata 
   for (const name of LIST_FIELDS) {
     const value = body[name];
     if (value === undefined || value === null) continue;
-    // How many, and how long each, is the client table's to say (checkBounds, in the operation).
+    // How many, and how long each, is the client table's to say (checkBounds).
     if (!Array.isArray(value) || !value.every((item) => typeof item === 'string' && item.length > 0))
       throw refused(name, `${name} must be an array of strings`);
     metadata[name] = value;
@@ -117,6 +119,13 @@ export async function requestedMetadata(
   const requested = readMetadata(body);
   const metadata =
     body['software_statement'] === undefined ? requested : { ...requested, ...readMetadata(await softwareStatementClaims(deps, body['software_statement'])) };
+  // The table's bounds (checked again by the operation) before anything below reads the
+  // lists item by item: an open registration's URIs are each parsed.
+  try {
+    checkBounds(CLIENT_FIELDS, metadata);
+  } catch (error) {
+    throw asRegistrationError(error);
+  }
   // The open policy registers public clients only (RFC 7591 §3.2.1: a server "MAY replace
   // any of the client's requested metadata values"): the method defaults to none there.
   // A replacement that leaves the method out keeps it: a client cannot change between public

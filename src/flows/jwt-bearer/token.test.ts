@@ -157,6 +157,15 @@ describe('the jwt-bearer grant for ID-JAGs (RFC 7523 §2.1, draft-ietf-oauth-ide
     }
   });
 
+  it('refuses an ID-JAG issued for longer than five minutes, by one second (invalid_grant)', async () => {
+    const now = Math.floor(world.clock.now() / 1000);
+    assert.equal(await outcome(async () => redeem(await idJag({ exp: now + 300 }))), 'ok', 'five minutes');
+    await assert.rejects(
+      async () => redeem(await idJag({ exp: now + 301 })),
+      (error: OAuthError) => error.code === 'invalid_grant' && /issued for 301 seconds: at most 300/.test(error.description),
+    );
+  });
+
   it('refuses the ID-JAG of a person disabled here, and of an issuer no longer trusted', async () => {
     const grace = await world.addUser({ username: 'grace', email: 'grace@example.com', emailVerified: true });
     await world.store.users.setDisabled(grace.id, true);

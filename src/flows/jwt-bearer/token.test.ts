@@ -166,6 +166,14 @@ describe('the jwt-bearer grant for ID-JAGs (RFC 7523 §2.1, draft-ietf-oauth-ide
     );
   });
 
+  it('finds nobody by an e-mail address whose owner here has not verified it, though the identity provider did', async () => {
+    await world.addUser({ username: 'lin', email: 'lin@example.com', emailVerified: false });
+    await assert.rejects(
+      async () => redeem(await idJag({ sub: 'idp-user-lin', email: 'lin@example.com' })),
+      (error: OAuthError) => error.code === 'invalid_grant' && /nobody here is idp-user-lin/.test(error.description),
+    );
+  });
+
   it('refuses the ID-JAG of a person disabled here, and of an issuer no longer trusted', async () => {
     const grace = await world.addUser({ username: 'grace', email: 'grace@example.com', emailVerified: true });
     await world.store.users.setDisabled(grace.id, true);

@@ -174,6 +174,35 @@ describe('the jwt-bearer grant for ID-JAGs (RFC 7523 §2.1, draft-ietf-oauth-ide
     );
   });
 
+  it("finds nobody by an upstream identity of another issuer, though its subject is the ID-JAG's", async () => {
+    const linked = await world.addUser({ username: 'mae', email: null });
+    const now = world.clock.now();
+    await world.store.identityProviders.create({
+      id: 'elsewhere',
+      kind: 'oidc',
+      name: 'Elsewhere',
+      position: 0,
+      settings: { issuer: 'https://elsewhere.example.com', clientId: 'tessera', scopes: ['openid'] },
+      secret: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await world.store.linkedIdentities.create({
+      providerId: 'elsewhere',
+      subject: 'idp-user-mae',
+      userId: linked.id,
+      label: null,
+      groups: [],
+      createdAt: now,
+      lastUsedAt: null,
+    });
+    // The same subject at another issuer is another person: the trusted identity provider cannot speak for Elsewhere's.
+    await assert.rejects(
+      async () => redeem(await idJag({ sub: 'idp-user-mae', email: undefined, email_verified: undefined })),
+      (error: OAuthError) => error.code === 'invalid_grant' && /nobody here is idp-user-mae/.test(error.description),
+    );
+  });
+
   it('refuses the ID-JAG of a person disabled here, and of an issuer no longer trusted', async () => {
     const grace = await world.addUser({ username: 'grace', email: 'grace@example.com', emailVerified: true });
     await world.store.users.setDisabled(grace.id, true);

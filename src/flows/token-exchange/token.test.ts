@@ -122,6 +122,18 @@ describe('the token-exchange grant (RFC 8693)', () => {
     );
   });
 
+  it('for the subject token’s own API, passes on no more than that token carries, though the person approved more', async () => {
+    const scope = ['openid', 'prints:order', 'prints:status'];
+    const now = w.world.clock.now();
+    const grantId = randomUUID();
+    await w.world.store.grants.create(approvedGrant({ id: grantId, userId: w.ada.id, clientId: w.app.id, scope }, now));
+    // The app asked for a print token holding prints:status alone.
+    const target = await tokenTarget(w.world.store, { scope, createdAt: now }, PRINTS, ['prints:status']);
+    const token = (await w.world.tokens.issue({ client: w.app, user: w.ada, ...target, grantId, authTime: now })).access_token;
+    assert.equal((await w.exchange(w.photos, { ...subject(token), resource: PRINTS })).scope, 'prints:status');
+    assert.equal(await outcome(() => w.exchange(w.photos, { ...subject(token), resource: PRINTS, scope: 'prints:order' })), 'invalid_scope');
+  });
+
   it('refuses a target outside the client’s exchange audiences with invalid_target (§2.2.2)', async () => {
     const { token } = await w.personToken();
     const cases: [string, Record<string, string>][] = [

@@ -21,6 +21,7 @@ import { tokenExchangeGrant } from './token.ts';
 const PHOTOS = 'https://photos.example.com';
 const PRINTS = 'https://prints.example.com';
 const LEDGER = 'https://ledger.example.com';
+const MAPS = 'https://maps.example.com';
 
 /** A world with three APIs, a person's app, and the two APIs' own clients that exchange tokens. */
 async function apis(env: Record<string, string> = {}) {
@@ -132,6 +133,16 @@ describe('the token-exchange grant (RFC 8693)', () => {
     const token = (await w.world.tokens.issue({ client: w.app, user: w.ada, ...target, grantId, authTime: now })).access_token;
     assert.equal((await w.exchange(w.photos, { ...subject(token), resource: PRINTS })).scope, 'prints:status');
     assert.equal(await outcome(() => w.exchange(w.photos, { ...subject(token), resource: PRINTS, scope: 'prints:order' })), 'invalid_scope');
+  });
+
+  it('passes on no scope of an API registered after the person’s approval: they never approved it', async () => {
+    // Approved when no API had maps:view (one removed since, say); an API registered later takes that name.
+    const { token } = await w.personToken(['openid', 'photos:read', 'maps:view']);
+    w.world.clock.advance(1000);
+    await addResource(w.world.manage, { identifier: MAPS, name: 'Maps', scopes: [{ name: 'maps:view', description: 'See your maps' }] });
+    const { client: mapper } = await w.world.addClient({ client_name: 'Map API', grant_types: ['token-exchange'], token_exchange_audiences: [MAPS] });
+    assert.equal(await outcome(() => w.exchange(mapper, { ...subject(token), resource: MAPS })), 'invalid_scope');
+    assert.equal(await outcome(() => w.exchange(mapper, { ...subject(token), resource: MAPS, scope: 'maps:view' })), 'invalid_scope');
   });
 
   it('refuses a target outside the client’s exchange audiences with invalid_target (§2.2.2)', async () => {

@@ -7,9 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { OAuthError } from '../../core/errors.ts';
 import { DELIVERY_POLL, DELIVERY_PUSH, SSF_EVENTS, SSF_EVENTS_SUPPORTED } from '../../core/ssf.ts';
 import type { ClientRecord, SsfStreamRecord, UserRecord } from '../../store/types.ts';
 import { FLOW_ISSUER, flowWorld, ssfReceivers, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { clientCredentialsGrant } from '../client-credentials/token.ts';
+import { updateClient } from '../manage/clients.ts';
 import {
   changeStream,
   changeSubject,
@@ -20,6 +23,7 @@ import {
   readStreams,
   setStreamStatus,
   SsfError,
+  ssfReceiver,
   streamSecretOwner,
   streamStatus,
   verifyStream,
@@ -54,6 +58,16 @@ describe('Shared Signals streams (SSF 1.0 §8.1)', () => {
     ada = await world.addUser({ username: 'ada', email: 'ada@example.com', emailVerified: true });
   });
   after(() => world.close());
+
+  it('lets a receiver in while its client holds ssf:manage, and refuses its token with insufficient_scope once the operator takes the scope away', async () => {
+    const { client: narrowed } = await world.addClient({ client_name: 'Narrowed receiver', grant_types: ['client_credentials'], scope: 'ssf:manage' });
+    const token = (await clientCredentialsGrant.handle(world.deps, narrowed, { scope: 'ssf:manage' }, null)).access_token;
+    const presented = { scheme: 'Bearer' as const, token, proof: null };
+    assert.equal(await ssfReceiver(world.deps, presented), narrowed.id);
+    await updateClient(world.manage, narrowed.id, { scope: 'admin:users' });
+    // The token still names ssf:manage: the client's registration says it no longer holds it.
+    await assert.rejects(ssfReceiver(world.deps, presented), (error: OAuthError) => error.code === 'insufficient_scope');
+  });
 
   it('refuses a configuration it cannot keep with 400 invalid_request, naming what is wrong', async () => {
     const cases: [string, unknown, RegExp][] = [

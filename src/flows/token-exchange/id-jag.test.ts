@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
+import type { OAuthError } from '../../core/errors.ts';
 import { ID_JAG_TYP, TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_ID_JAG, TOKEN_TYPE_ID_TOKEN } from '../../core/protocol.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { FLOW_ISSUER, flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
@@ -92,6 +93,18 @@ describe('ID-JAGs (draft-ietf-oauth-identity-assertion-authz-grant): issued for 
     assert.equal(token.sub, adaThere.id, 'the person with that verified e-mail address there');
     assert.equal(token.aud, TOOLS);
     assert.equal(redeemed.scope, 'tools:read');
+  });
+
+  it('refuses to exchange again, at the other server, a token redeemed from an ID-JAG, saying to ask the identity provider instead', async () => {
+    const { idToken } = await signedIn();
+    const jag = (await exchange(forIdJag(idToken))).access_token;
+    const redeemed = (await jwtBearerGrant.handle(ras.deps, agentThere, { assertion: jag }, null)).access_token;
+    const { client: toolsApi } = await ras.addClient({ client_name: 'Tools API', grant_types: ['token-exchange'], token_exchange_audiences: [TOOLS] });
+    await assert.rejects(
+      () => tokenExchangeGrant.handle(ras.deps, toolsApi, { subject_token: redeemed, subject_token_type: TOKEN_TYPE_ACCESS_TOKEN, resource: TOOLS }, null),
+      (error: OAuthError) =>
+        error.code === 'invalid_request' && /redeemed for an identity assertion \(ID-JAG\): ask its identity provider/.test(error.description),
+    );
   });
 
   it('refuses what it will not issue an ID-JAG for, with the error RFC 8693 §2.2.2 names', async () => {

@@ -13,6 +13,7 @@ import { addSamlSp } from '../manage/saml-service-providers.ts';
 import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { BINDINGS, NAME_ID_FORMAT_URIS } from './metadata-import.ts';
 import { readAuthnRequest, SamlRefusal, SIGNATURE_ALGORITHMS, type IncomingRequest, type SamlRefusalReason } from './request.ts';
+import { xmlCrypto } from './xml.ts';
 
 const SSO = 'https://auth.example.com/saml/sso';
 const OPEN_SP = 'https://open.example.com/saml';
@@ -67,6 +68,25 @@ function redirect(xml: string, options: { key?: KeyObject; sigAlg?: string; rela
     signature,
     rawQuery: signature === null ? query : `${query}&Signature=${encodeURIComponent(signature)}`,
   };
+}
+
+const EXC_C14N = 'http://www.w3.org/2001/10/xml-exc-c14n#';
+const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
+
+/**
+ * `xml` over HTTP-POST (base64 in the form), signed in the XML with `key` as an SP signs it
+ * (SAML Core §5.4: enveloped, one reference to the request's own ID, after its Issuer), the
+ * reference transformed by `transforms`.
+ */
+function posted(xml: string, key: KeyObject, transforms: readonly string[] = [ENVELOPED, EXC_C14N]): IncomingRequest {
+  const signer = new (xmlCrypto().SignedXml)({
+    privateKey: key.export({ type: 'pkcs8', format: 'pem' }),
+    signatureAlgorithm: SIGNATURE_ALGORITHMS.rsaSha256,
+    canonicalizationAlgorithm: EXC_C14N,
+  });
+  signer.addReference({ xpath: "/*[local-name(.)='AuthnRequest']", transforms: [...transforms], digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256' });
+  signer.computeSignature(xml, { prefix: 'ds', location: { reference: "/*/*[local-name(.)='Issuer']", action: 'after' } });
+  return { binding: 'post', samlRequest: Buffer.from(signer.getSignedXml()).toString('base64'), relayState: null };
 }
 
 describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
@@ -174,6 +194,26 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
       await assert.rejects(read(incoming), (error: unknown) => {
         assert.ok(error instanceof SamlRefusal, `${what}: ${String(error)}`);
         assert.deepEqual([error.reason, error.entityId], [reason, entityId], `${what}: ${error.message}`);
+        return true;
+      });
+    }
+  });
+
+  it('takes a request signed in its XML over HTTP-POST, and refuses a signature transformed otherwise than enveloped and exclusive c14n', async () => {
+    const now = world.clock.now();
+    assert.equal((await read(posted(authnRequest(SIGNING_SP, now), SP_KEY))).sp.entityId, SIGNING_SP);
+    const cases: [string, IncomingRequest, SamlRefusalReason][] = [
+      ['signed by another key', posted(authnRequest(SIGNING_SP, now), OTHER_KEY), 'bad_signature'],
+      [
+        'a reference transformed by inclusive c14n as well',
+        posted(authnRequest(SIGNING_SP, now), SP_KEY, [ENVELOPED, 'http://www.w3.org/TR/2001/REC-xml-c14n-20010315']),
+        'unsupported',
+      ],
+    ];
+    for (const [what, incoming, reason] of cases) {
+      await assert.rejects(read(incoming), (error: unknown) => {
+        assert.ok(error instanceof SamlRefusal, `${what}: ${String(error)}`);
+        assert.deepEqual([error.reason, error.entityId], [reason, SIGNING_SP], `${what}: ${error.message}`);
         return true;
       });
     }

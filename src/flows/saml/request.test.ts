@@ -199,11 +199,16 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
     }
   });
 
-  it('takes a request signed in its XML over HTTP-POST, and refuses a signature transformed otherwise than enveloped and exclusive c14n', async () => {
+  it('takes a request signed in its XML over HTTP-POST, and refuses a second signature inside it, or one transformed otherwise than enveloped and exclusive c14n', async () => {
     const now = world.clock.now();
     assert.equal((await read(posted(authnRequest(SIGNING_SP, now), SP_KEY))).sp.entityId, SIGNING_SP);
     const cases: [string, IncomingRequest, SamlRefusalReason][] = [
       ['signed by another key', posted(authnRequest(SIGNING_SP, now), OTHER_KEY), 'bad_signature'],
+      [
+        'a second signature inside it, under the one signed',
+        posted(authnRequest(SIGNING_SP, now, {}, `<samlp:Extensions><ds:Signature xmlns:ds="http://www.w3.org/2000/09/xmldsig#"/></samlp:Extensions>`), SP_KEY),
+        'bad_signature',
+      ],
       [
         'a reference transformed by inclusive c14n as well',
         posted(authnRequest(SIGNING_SP, now), SP_KEY, [ENVELOPED, 'http://www.w3.org/TR/2001/REC-xml-c14n-20010315']),
@@ -211,11 +216,15 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
       ],
     ];
     for (const [what, incoming, reason] of cases) {
-      await assert.rejects(read(incoming), (error: unknown) => {
-        assert.ok(error instanceof SamlRefusal, `${what}: ${String(error)}`);
-        assert.deepEqual([error.reason, error.entityId], [reason, SIGNING_SP], `${what}: ${error.message}`);
-        return true;
-      });
+      await assert.rejects(
+        read(incoming),
+        (error: unknown) => {
+          assert.ok(error instanceof SamlRefusal, `${what}: ${String(error)}`);
+          assert.deepEqual([error.reason, error.entityId], [reason, SIGNING_SP], `${what}: ${error.message}`);
+          return true;
+        },
+        what,
+      );
     }
   });
 

@@ -292,7 +292,7 @@ describe('single logout (flows/saml/single-logout.ts, logout.ts, response.ts)', 
     }
   });
 
-  it("continues on an SP's LogoutResponse as it came, whose InResponseTo names the request; one from an SP not registered is refused", async () => {
+  it("continues on an SP's LogoutResponse as it came, whose InResponseTo names the request; one from an SP not registered, or naming no request, is refused", async () => {
     const a = await registered('redirect');
     const noSlo = await registered(null);
     const sid = newSid();
@@ -301,12 +301,12 @@ describe('single logout (flows/saml/single-logout.ts, logout.ts, response.ts)', 
     assert.equal(step.kind, 'send');
     const id = attribute(opened((step as Extract<LogoutStep, { kind: 'send' }>).message).root, 'ID')!;
     let messages = 0;
-    const incoming = (kind: 'LogoutResponse' | 'LogoutRequest', issuer: string): IncomingRequest => {
+    const incoming = (kind: 'LogoutResponse' | 'LogoutRequest', issuer: string, changed = (xml: string) => xml): IncomingRequest => {
       messages += 1;
       const inner =
         kind === 'LogoutResponse' ? `<samlp:Status><samlp:StatusCode Value="${STATUS.success}"/></samlp:Status>` : '<saml:NameID>someone</saml:NameID>';
       const xml = `<samlp:${kind} xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="_sp${messages}" Version="2.0" IssueInstant="${iso(world.clock.now())}" Destination="${IDP_SLO}"${kind === 'LogoutResponse' ? ` InResponseTo="${id}"` : ''}><saml:Issuer>${issuer}</saml:Issuer>${inner}</samlp:${kind}>`;
-      const encoded = deflateRawSync(Buffer.from(xml)).toString('base64');
+      const encoded = deflateRawSync(Buffer.from(changed(xml))).toString('base64');
       const parameter = kind === 'LogoutResponse' ? 'SAMLResponse' : 'SAMLRequest';
       return {
         binding: 'redirect',
@@ -330,6 +330,8 @@ describe('single logout (flows/saml/single-logout.ts, logout.ts, response.ts)', 
     assert.equal(await reason(readLogoutResponse(read, incoming('LogoutResponse', 'https://stranger.example.com/saml'))), 'unknown_sp');
     assert.equal(await reason(readLogoutRequest(read, incoming('LogoutRequest', 'https://stranger.example.com/saml'))), 'unknown_sp');
     assert.equal(await reason(readLogoutRequest(read, incoming('LogoutRequest', noSlo.entityId))), 'unsupported', 'no SingleLogoutService to answer at');
+    const withoutInResponseTo = (xml: string) => xml.replace(/ InResponseTo="[^"]*"/, '');
+    assert.equal(await reason(readLogoutResponse(read, incoming('LogoutResponse', a.entityId, withoutInResponseTo))), 'malformed', 'no request answered');
 
     const answer = await readLogoutResponse(read, incoming('LogoutResponse', a.entityId));
     assert.deepEqual([answer.sp.id, answer.inResponseTo, answer.success], [a.id, id, true]);

@@ -292,7 +292,7 @@ describe('single logout (flows/saml/single-logout.ts, logout.ts, response.ts)', 
     }
   });
 
-  it("continues on an SP's LogoutResponse as it came, whose InResponseTo names the request; one from an SP not registered, or naming no request, is refused", async () => {
+  it("continues on an SP's LogoutResponse as it came, whose InResponseTo names the request; one from an SP not registered, one naming no request and one without a status are refused", async () => {
     const a = await registered('redirect');
     const noSlo = await registered(null);
     const sid = newSid();
@@ -332,6 +332,8 @@ describe('single logout (flows/saml/single-logout.ts, logout.ts, response.ts)', 
     assert.equal(await reason(readLogoutRequest(read, incoming('LogoutRequest', noSlo.entityId))), 'unsupported', 'no SingleLogoutService to answer at');
     const withoutInResponseTo = (xml: string) => xml.replace(/ InResponseTo="[^"]*"/, '');
     assert.equal(await reason(readLogoutResponse(read, incoming('LogoutResponse', a.entityId, withoutInResponseTo))), 'malformed', 'no request answered');
+    const withoutStatus = (xml: string) => xml.replace(/<samlp:Status>.*<\/samlp:Status>/, '');
+    assert.equal(await reason(readLogoutResponse(read, incoming('LogoutResponse', a.entityId, withoutStatus))), 'malformed', 'no status');
 
     const answer = await readLogoutResponse(read, incoming('LogoutResponse', a.entityId));
     assert.deepEqual([answer.sp.id, answer.inResponseTo, answer.success], [a.id, id, true]);

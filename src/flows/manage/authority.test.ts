@@ -12,6 +12,7 @@ import {
   checkMayChangeClient,
   checkMayChangeUser,
   checkMayExportEvents,
+  checkMayRouteSignIn,
   checkMayTrustProvider,
   checkScopesGiven,
   holdsAll,
@@ -170,6 +171,23 @@ describe('who may do what (flows/manage/authority.ts)', () => {
         allowed(() => checkMayExportEvents(CALLERS[who]!)),
         expected,
         `${who} adds a webhook`,
+      );
+  });
+
+  it("lets only a caller that manages upstream providers route an organization's verified domain to one: reading them is not enough", () => {
+    const cases: [string, Caller, boolean][] = [
+      ['owner', OWNER, true],
+      ['admin client', CALLERS['admin client']!, true],
+      ['organizations and providers client', { scopes: ['admin:orgs', 'admin:providers'] }, true],
+      ['organizations client that reads providers', { scopes: ['admin:orgs', 'admin:providers:read'] }, false],
+      ['organizations-only client', { scopes: ['admin:orgs'] }, false],
+      ['an app registering itself', NO_ADMIN, false],
+    ];
+    for (const [who, caller, expected] of cases)
+      assert.equal(
+        allowed(() => checkMayRouteSignIn(caller, 'provider')),
+        expected,
+        `${who} routes a domain`,
       );
   });
 });

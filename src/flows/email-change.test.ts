@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { hashSecret } from '../core/crypto.ts';
 import type { UserRecord } from '../store/types.ts';
 import { FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
 import { pendingEmailChange, requestEmailChange, verifyEmailChange } from './email-change.ts';
@@ -87,6 +88,27 @@ describe("changing one's own e-mail address", () => {
     world.clock.advance(LINK_TTL_SECONDS * 1000);
     assert.deepEqual(await verifyEmailChange(deps, second), { kind: 'invalid_link' }, 'expired');
     assert.equal((await world.store.users.get(user.id))?.email, user.email);
+  });
+
+  it("ends the person's other waiting links when one is followed, as two requests made at once can leave", async () => {
+    const user = await person();
+    await ask(user, 'followed@example.com');
+    const followed = await linkToken(user);
+    // Two requests at once each end the links before them, and can leave both waiting: the other written as it would be.
+    const now = world.clock.now();
+    const other = 'link-of-the-other-request';
+    await world.store.emailChanges.create({
+      tokenHash: hashSecret(other),
+      userId: user.id,
+      email: 'other@example.com',
+      createdAt: now,
+      expiresAt: now + LINK_TTL_SECONDS * 1000,
+      usedAt: null,
+    });
+    assert.equal((await verifyEmailChange(deps, followed)).kind, 'done');
+    assert.deepEqual(await verifyEmailChange(deps, other), { kind: 'invalid_link' }, 'the other link is ended');
+    assert.equal((await world.store.users.get(user.id))?.email, 'followed@example.com');
+    assert.equal(await pendingEmailChange(deps, user), null);
   });
 
   it('refuses an address that cannot take mail, the one the account has verified, a made-up link, and works only where mail is set up', async () => {

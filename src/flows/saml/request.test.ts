@@ -163,6 +163,12 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
       ],
       ['an ACS index of none', redirect(authnRequest(OPEN_SP, now, { AssertionConsumerServiceIndex: '2', ProtocolBinding: null })), 'unknown_acs', OPEN_SP],
       [
+        'an ACS index not written as one',
+        redirect(authnRequest(OPEN_SP, now, { AssertionConsumerServiceIndex: '1.0', ProtocolBinding: null })),
+        'unknown_acs',
+        OPEN_SP,
+      ],
+      [
         'the artifact binding',
         redirect(authnRequest(OPEN_SP, now, { ProtocolBinding: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Artifact' })),
         'unsupported',
@@ -191,11 +197,15 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
       ],
     ];
     for (const [what, incoming, reason, entityId] of cases) {
-      await assert.rejects(read(incoming), (error: unknown) => {
-        assert.ok(error instanceof SamlRefusal, `${what}: ${String(error)}`);
-        assert.deepEqual([error.reason, error.entityId], [reason, entityId], `${what}: ${error.message}`);
-        return true;
-      });
+      await assert.rejects(
+        read(incoming),
+        (error: unknown) => {
+          assert.ok(error instanceof SamlRefusal, `${what}: ${String(error)}`);
+          assert.deepEqual([error.reason, error.entityId], [reason, entityId], `${what}: ${error.message}`);
+          return true;
+        },
+        what,
+      );
     }
   });
 

@@ -47,14 +47,16 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
    * A code as approveAuthorization leaves one: its grant, and the code bound to `client`, the
    * callback and the challenge of a fresh verifier (none with `challenge: false`).
    */
-  async function issued(options: { client?: ClientRecord; user?: UserRecord; challenge?: boolean; dpopJkt?: string; sid?: string } = {}): Promise<Issued> {
+  async function issued(
+    options: { client?: ClientRecord; user?: UserRecord; challenge?: boolean; dpopJkt?: string; sid?: string; verifier?: string } = {},
+  ): Promise<Issued> {
     const client = options.client ?? app;
     const user = options.user ?? ada;
     const now = world.clock.now();
     const grantId = randomUUID();
     await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope: SCOPE }, now));
     const code = randomToken(32);
-    const verifier = randomToken(32);
+    const verifier = options.verifier ?? randomToken(32);
     await world.store.codes.create({
       hash: hashSecret(code),
       clientId: client.id,
@@ -119,6 +121,15 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
     ];
     for (const [what, client, params, expected] of cases) assert.equal(await outcome(() => exchange(client, params)), expected, what);
     assert.ok((await redeem(mine)).access_token, 'still redeemable by its own client after the refusals');
+  });
+
+  it('refuses a code_verifier shorter than 43 characters even when the challenge was made from it (RFC 7636 §4.1)', async () => {
+    // A client that made its challenge from too short a verifier: the pair matches, but a
+    // verifier of 42 characters has less entropy than RFC 7636 §4.1 and §7.1 require.
+    const short = await issued({ verifier: 'a'.repeat(42) });
+    assert.equal(await outcome(() => redeem(short)), 'invalid_grant');
+    const long = await issued({ verifier: 'a'.repeat(129) });
+    assert.equal(await outcome(() => redeem(long)), 'invalid_grant', 'nor one longer than 128');
   });
 
   it('refuses a spent, an expired, a revoked-grant code and one of a disabled person with invalid_grant', async () => {

@@ -116,6 +116,14 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
     assert.ok(events.includes('refresh.reuse_detected'), events.join(' '));
   });
 
+  it('does not let another client end a grant by sending its used refresh token: unknown to that client, reuse only for its own', async () => {
+    const { token, grantId } = await granted();
+    const next = await refresh(app, { refresh_token: token });
+    assert.equal(await outcome(() => refresh(other, { refresh_token: token })), 'invalid_grant');
+    assert.equal((await world.store.grants.get(grantId))?.revokedAt, null, 'the grant stands');
+    assert.ok((await refresh(app, { refresh_token: next.refresh_token! })).access_token, 'its own client refreshes on');
+  });
+
   it('gives one rotation to two requests with the same token at once, and the other is reuse', async () => {
     const { token } = await granted();
     const results = await Promise.allSettled([refresh(app, { refresh_token: token }), refresh(app, { refresh_token: token })]);

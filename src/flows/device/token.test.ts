@@ -168,6 +168,18 @@ describe('the device_code grant (RFC 8628 §3.4, §3.5)', () => {
     assert.equal(record?.interval, world.config.device.interval);
   });
 
+  it('answers invalid_grant, not invalid_dpop_proof, to another client polling a device code bound to a DPoP key: the code is unknown to it', async () => {
+    const { deviceCode, userCode } = await started('thumbprint-of-the-tv-key');
+    await decide(userCode, true);
+    assert.equal(await outcome(() => poll(deviceCode, other)), 'invalid_grant', 'without a proof');
+    assert.equal(
+      await outcome(() => deviceCodeGrant.handle(world.deps, other, { device_code: deviceCode }, { jkt: 'thumbprint-of-another-key' })),
+      'invalid_grant',
+      'with a proof of another key',
+    );
+    assert.equal((await world.store.devices.find(deviceCodeKey(deviceCode)))?.status, 'approved', 'left to its own client');
+  });
+
   it('refuses the tokens with invalid_grant when the person is disabled or the grant revoked after the approval', async () => {
     const grace = await world.addUser({ username: 'grace' });
     const disabled = await started();

@@ -128,6 +128,18 @@ describe('DPoP proofs (RFC 9449 §4.3)', () => {
     assert.equal(await check(await proof({ jti }, { jwk: otherJwk }, otherKey)), otherJkt, 'the same jti from another key');
   });
 
+  it('remembers a proof for as long as its iat keeps it acceptable (§11.1): sent again late in the window, it is still refused', async () => {
+    const first = await proof();
+    assert.equal(await check(first), jkt);
+    clock.advance((WINDOW - 1) * 1000);
+    assert.equal(await check(first), 'invalid_dpop_proof', 'the same proof, a second before the window closes');
+    // A proof dated ahead (a client clock that runs fast) stays acceptable that much longer.
+    const ahead = await proof({ iat: Math.floor(clock.now() / 1000) + WINDOW - 1 });
+    assert.equal(await check(ahead), jkt);
+    clock.advance(2 * (WINDOW - 1) * 1000);
+    assert.equal(await check(ahead), 'invalid_dpop_proof', 'the proof dated ahead, late in its window');
+  });
+
   it('with nonces required (§8), answers use_dpop_nonce unless the proof carries the current nonce or the one before', async () => {
     const nonces = deps.nonces;
     const current = await nonces.current();

@@ -123,6 +123,17 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
     assert.equal((await idTokenFor(afresh, tooOld.verifier))['auth_time'], Math.floor(clock.now() / 1000));
   });
 
+  it('asks for the password again as soon as the sign-in is more than max_age seconds old: at max_age it is still good, a second later it is not', async () => {
+    const browser = await signedInBrowser();
+    clock.advance(30_000);
+    assertApprovalPage(
+      await browser.follow(await browser.request((await authorizationRequest({ max_age: '30', prompt: 'consent' })).url)),
+      '/oauth/authorize/decision',
+    );
+    clock.advance(1_000);
+    assertSignInPage(await browser.follow(await browser.request((await authorizationRequest({ max_age: '30', prompt: 'consent' })).url)));
+  });
+
   for (const target of ['//other.example/inbox', '/\\other.example', '/\t/other.example', '/\n/other.example', 'https://other.example/']) {
     it(`keeps the browser on this server after sign-in when return_to is ${JSON.stringify(target)}`, async () => {
       const browser = new FormBrowser(server.url);

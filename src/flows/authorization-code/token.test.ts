@@ -48,13 +48,14 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
    * callback and the challenge of a fresh verifier (none with `challenge: false`).
    */
   async function issued(
-    options: { client?: ClientRecord; user?: UserRecord; challenge?: boolean; dpopJkt?: string; sid?: string; verifier?: string } = {},
+    options: { client?: ClientRecord; user?: UserRecord; challenge?: boolean; dpopJkt?: string; sid?: string; verifier?: string; scope?: string[] } = {},
   ): Promise<Issued> {
     const client = options.client ?? app;
     const user = options.user ?? ada;
     const now = world.clock.now();
     const grantId = randomUUID();
-    await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope: SCOPE }, now));
+    const scope = options.scope ?? SCOPE;
+    await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope }, now));
     const code = randomToken(32);
     const verifier = options.verifier ?? randomToken(32);
     await world.store.codes.create({
@@ -63,7 +64,7 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
       userId: user.id,
       grantId,
       redirectUri: CALLBACK,
-      scope: SCOPE,
+      scope,
       nonce: 'n-0S6_WzA2Mj',
       codeChallenge: options.challenge === false ? '' : s256(verifier),
       authTime: now,
@@ -99,6 +100,13 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
     assert.ok((await refreshTokenGrant.handle(world.deps, app, { refresh_token: tokens.refresh_token! }, null)).access_token, 'its refresh token works');
     const events = (await world.store.events.list({ limit: 20 })).map((event) => event.type);
     assert.ok(events.includes('code.redeemed'), events.join(' '));
+  });
+
+  it('gives no ID token for a code without openid, and then leaves the client out of the back-channel logout of the session (Back-Channel Logout 1.0 §2.7)', async () => {
+    const sid = randomToken(16);
+    const tokens = await redeem(await issued({ sid, scope: ['profile', 'offline_access'] }));
+    assert.equal(tokens.id_token, undefined);
+    assert.deepEqual(await world.store.sessions.takeClients(sid), [], 'no client to tell when the session ends');
   });
 
   it('refuses with the error RFC 6749 §5.2 and RFC 7636 §4.6 name, and leaves the code to its own client when the request was wrong', async () => {

@@ -12,6 +12,7 @@ import { timedSecretKey } from '../../core/timed-secret.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { refreshTokenGrant } from './token.ts';
+import { addResource } from '../manage/resources.ts';
 import { approvedGrant } from '../../../test/store/fixtures.ts';
 
 const DAY = 86_400_000;
@@ -42,9 +43,14 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
 
   /** A grant of `scope` approved now, and a live refresh token of it, as the code exchange leaves them. */
   async function granted(scope = ['openid', 'profile', 'offline_access'], user = ada): Promise<{ token: string; grantId: string }> {
-    const now = world.clock.now();
     const grantId = randomUUID();
-    await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: app.id, scope }, now));
+    await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: app.id, scope }, world.clock.now()));
+    return { token: await refreshTokenOf(grantId, scope, user), grantId };
+  }
+
+  /** A live refresh token of the grant `grantId`, made now, as a code exchange leaves it. */
+  async function refreshTokenOf(grantId: string, scope: string[], user: UserRecord): Promise<string> {
+    const now = world.clock.now();
     const token = randomToken(32);
     await world.store.refreshTokens.create({
       hash: hashSecret(token),
@@ -60,7 +66,7 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
       dpopJkt: null,
       idTokenClaims: [],
     });
-    return { token, grantId };
+    return token;
   }
 
   const refresh = (client: ClientRecord, params: Record<string, string>) => refreshTokenGrant.handle(world.deps, client, params, null);
@@ -90,6 +96,21 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
     assert.ok(timedSecretKey(first) < timedSecretKey(second), 'a later token sorts after an earlier one, whatever their random parts');
     assert.equal((await world.store.refreshTokens.find(timedSecretKey(second)))?.rotatedAt, null);
     assert.equal(await world.store.refreshTokens.find(hashSecret(second)), null, 'not under its bare hash');
+  });
+
+  it('refreshes for an API registered after the grant was first given, once the person has approved it since (RFC 8707 §2.2): the grant counts from its last approval', async () => {
+    const mo = await world.addUser({ username: 'mo' });
+    const approval = { id: randomUUID(), userId: mo.id, clientId: app.id, scope: ['openid', 'offline_access'], authTime: world.clock.now() };
+    const grant = await world.store.grants.remember(approval, world.clock.now());
+    world.clock.advance(1000);
+    await addResource(world.manage, { identifier: 'https://reports.example', name: 'Reports', scopes: [{ name: 'reports:read', description: 'Read' }] });
+    world.clock.advance(1000);
+    const renewed = await world.store.grants.remember({ ...approval, scope: ['reports:read'] }, world.clock.now());
+    assert.equal(renewed.id, grant.id, 'the same grant, grown');
+    const token = await refreshTokenOf(grant.id, ['openid', 'offline_access', 'reports:read'], mo);
+    const refreshed = await refresh(app, { refresh_token: token });
+    assert.equal(decodeJwt(refreshed.access_token).aud, 'https://reports.example');
+    assert.equal(refreshed.scope, 'openid offline_access reports:read');
   });
 
   it('refuses with the error RFC 6749 §5.2 names, and leaves the token usable when the request was wrong', async () => {

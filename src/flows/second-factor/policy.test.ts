@@ -49,6 +49,13 @@ describe('the operator console policy', () => {
     }
   });
 
+  it('counts the 15 minutes from the sign-in, not from one-time codes turned on later in the same session', () => {
+    // Turning codes on gives the session a new cookie and record, with the sign-in's auth_time kept (flows/session/sign-in.ts gainOneTimeCode).
+    const gained = { ...session(withOneTimeCode(['pwd'])), createdAt: T0 + 20 * 60_000 };
+    assert.equal(operatorRefusal(config, gained, T0 + 21 * 60_000, false), null, 'reading needs no fresh sign-in');
+    assert.equal(operatorRefusal(config, gained, T0 + 21 * 60_000, true), 'sign-in-again', 'setting up a code is not signing in again');
+  });
+
   it('gives each role what the issue says: admin everything, support users and reads, viewer reads', () => {
     const areas: AdminArea[] = ['clients', 'users', 'resources', 'events', 'keys'];
     for (const area of areas) {

@@ -5,9 +5,9 @@
  * refuses before any request upstream: an answer in another browser or with another state,
  * after the sign-in timeout (the world's clock moved), answered twice, at another provider's
  * callback, the provider's `error`, no code. Each refusal is a `signin.failed` event. A small
- * server on 127.0.0.1 answers as GitHub (and as an OpenID provider's discovery) for the sign-in
- * that goes through. Then settings.ts: the redirect URI, each kind's defaults, the claim
- * mapping. test/upstream-github.test.ts, test/upstream-oidc*.test.ts and
+ * server on 127.0.0.1 answers as GitHub (and as an OpenID provider, ID tokens included) for
+ * the sign-ins that go through. Then settings.ts: the redirect URI, each kind's defaults, the
+ * claim mapping. test/upstream-github.test.ts, test/upstream-oidc*.test.ts and
  * test/cli-providers.test.ts run the same through the server's pages and the command.
  */
 import assert from 'node:assert/strict';
@@ -26,12 +26,18 @@ import { addProvider, type ProviderDeps, type ProviderInput } from '../manage/pr
 import { providerSettings, upstreamRedirectUri } from './settings.ts';
 import { finishUpstream, onlyProvider, startUpstream, type UpstreamContinuation, type UpstreamOutcome } from './sign-in.ts';
 import { text } from 'node:stream/consumers';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 
 const SECRET = 'github client secret';
 
-/** GitHub's token endpoint and API, and an OpenID provider's discovery under /oidc, on 127.0.0.1. */
+/**
+ * GitHub's token endpoint and API, and an OpenID provider under /oidc (discovery, keys, and a
+ * token endpoint whose ID token carries `seen.nonce` and `seen.idToken`'s claims), on 127.0.0.1.
+ */
 async function fakeUpstream() {
-  const seen = { tokenRequests: [] as URLSearchParams[], email: 'octocat@github.test' };
+  const seen = { tokenRequests: [] as URLSearchParams[], email: 'octocat@github.test', nonce: '', idToken: {} as Record<string, unknown> };
+  const { privateKey, publicKey } = await generateKeyPair('RS256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'upstream-key', alg: 'RS256', use: 'sig' };
   let base = '';
   const json = (response: ServerResponse, body: unknown) => {
     response.writeHead(200, { 'content-type': 'application/json' });
@@ -46,6 +52,18 @@ async function fakeUpstream() {
       }
       if (path === '/api/user') return json(response, { id: 583231, login: 'octocat', name: 'The Octocat' });
       if (path === '/api/user/emails') return json(response, [{ email: seen.email, primary: true, verified: true }]);
+      if (path === '/oidc/jwks') return json(response, { keys: [jwk] });
+      if (path === '/oidc/token') {
+        await text(request);
+        const idToken = await new SignJWT({ nonce: seen.nonce, ...seen.idToken })
+          .setProtectedHeader({ alg: 'RS256', kid: jwk.kid })
+          .setIssuer(`${base}/oidc`)
+          .setAudience('tessera')
+          .setIssuedAt()
+          .setExpirationTime('5m')
+          .sign(privateKey);
+        return json(response, { access_token: 'oidc_token', token_type: 'bearer', id_token: idToken });
+      }
       if (path === '/oidc/.well-known/openid-configuration')
         return json(response, {
           issuer: `${base}/oidc`,
@@ -297,6 +315,25 @@ describe('signing in through an upstream provider (flows/upstream/sign-in.ts)', 
       assert.match(String(event?.detail['upstream']), detail, what);
     }
     assert.equal(upstream.seen.tokenRequests.length, requests, 'no code was exchanged');
+  });
+
+  it("does not take an OpenID provider's silence on email_verified for a verified address: the account here with that address is not linked to it", async () => {
+    await world.addUser({ username: 'ann', email: 'ann@corp.example', emailVerified: true });
+    const corp = await addProvider(manage, { kind: 'oidc', name: 'Corp Linking', issuer: `${upstream.url}/oidc`, client_id: 'tessera', allow_linking: true });
+    const cases: [string, Record<string, unknown>, string][] = [
+      ['email_verified left out', {}, 'email_taken'],
+      ['email_verified false', { email_verified: false }, 'email_taken'],
+      ['email_verified "true", as some providers send it', { email_verified: 'true' }, 'signed-in'],
+    ];
+    for (const [what, claims, expected] of cases) {
+      upstream.seen.idToken = { sub: 'ann-upstream', email: 'ann@corp.example', ...claims };
+      const { browser: from, url, state } = await started(corp);
+      upstream.seen.nonce = url.searchParams.get('nonce')!;
+      const finished = await finishUpstream(deps, from, corp.id, callback(`code=x&state=${state}`, corp.id));
+      assert.equal(kindOf(finished), expected, what);
+      if (expected !== 'signed-in') assert.equal(await world.store.linkedIdentities.get(corp.id, 'ann-upstream'), null, `${what}: nothing linked`);
+    }
+    assert.equal((await world.store.linkedIdentities.get(corp.id, 'ann-upstream'))?.userId, (await world.store.users.findByUsername('ann'))?.id);
   });
 
   it('refuses a person outside the allowed domains once the provider has answered, naming them in the event; signs in one inside', async () => {

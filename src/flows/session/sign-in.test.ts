@@ -18,6 +18,7 @@ import { flowWorld, type FlowWorld, CookieJar } from '../../../test/helpers/flow
 import { beginTotpEnrolment, confirmTotpEnrolment } from '../second-factor/codes.ts';
 import { totpAt } from '../second-factor/totp.ts';
 import { enrolmentLimits } from '../sign-in.ts';
+import { setUserDisabled } from '../users.ts';
 import { cookieNames, type CookiePort } from './cookies.ts';
 import { beginSession, signedIn, type Browser } from './session.ts';
 import { afterFirstStep, afterPasskey, completeSecondFactor, gainOneTimeCode } from './sign-in.ts';
@@ -168,6 +169,20 @@ describe('signing a browser in after the first step (flows/session/sign-in.ts)',
     await world.store.users.setDisabled(user.id, false);
     // None of these used the code up: it still signs the person in.
     assert.equal((await completeSecondFactor(world.deps, browserWith(await waiting(user)), code(secret), NO_APP)).kind, 'signed-in');
+  });
+
+  it('ends a sign-in waiting for its code when the person is disabled: enabled again, the code typed in that browser signs no one in', async () => {
+    const { user, secret } = await withCodes('elsa');
+    const cookies = await waiting(user);
+    await setUserDisabled(world.deps, user, true);
+    await setUserDisabled(world.deps, { ...user, disabled: true }, false);
+    assert.deepEqual(await completeSecondFactor(world.deps, browserWith(cookies), code(secret), NO_APP), { kind: 'expired' });
+    assert.equal(await signedIn(world.deps, { cookies }), null);
+    assert.equal(
+      (await completeSecondFactor(world.deps, browserWith(await waiting(user)), code(secret), NO_APP)).kind,
+      'signed-in',
+      'a new sign-in goes through',
+    );
   });
 
   it('refuses a wrong code, recording it with the browser it came from, and keeps the sign-in waiting for the right one', async () => {

@@ -8,9 +8,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { verifyPassword } from '../../core/password.ts';
 import type { UserRecord } from '../../store/types.ts';
-import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { CookieJar, flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import type { ManageDeps } from './deps.ts';
-import { createUser, removeUser, resetLink, resetUserSecondFactor, setDisabled, setPassword, updateUser, userEtag } from './users.ts';
+import { beginTotpEnrolment, confirmTotpEnrolment } from '../second-factor/codes.ts';
+import { totpAt } from '../second-factor/totp.ts';
+import { signedIn, type Browser } from '../session/session.ts';
+import { afterFirstStep, completeSecondFactor } from '../session/sign-in.ts';
+import { enrolmentLimits } from '../sign-in.ts';
+import { createUser, endUserSessions, removeUser, resetLink, resetUserSecondFactor, setDisabled, setPassword, updateUser, userEtag } from './users.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -102,5 +107,23 @@ describe('managing people (flows/manage/users.ts)', () => {
     const link = await resetLink(world.manage, lin.username, 3600);
     assert.equal(link.expiresAt, world.clock.now() + 3600_000);
     assert.ok(new URL(link.url).href.startsWith(world.config.issuer));
+  });
+
+  it('signs a person out everywhere, a sign-in waiting for its one-time code included: the right code then signs no one in', async () => {
+    const ida = await person();
+    const secret = ((await beginTotpEnrolment(world.deps, ida.id)) as { secret: string }).secret;
+    assert.equal((await confirmTotpEnrolment(world.deps, ida, totpAt(secret, world.clock.now()), enrolmentLimits(ida.id))).kind, 'confirmed');
+    world.clock.advance(31_000);
+    const browser = (cookies: CookieJar): Browser => ({ cookies, ip: '192.0.2.20', userAgent: null, log: { warn: () => {} } });
+    const signedInThere = new CookieJar();
+    assert.equal(await afterFirstStep(world.deps, browser(signedInThere), ida, ['pwd', 'otp', 'mfa'], { clientId: null }), 'second-factor');
+    const waiting = new CookieJar();
+    assert.equal(await afterFirstStep(world.deps, browser(waiting), ida, ['pwd'], { clientId: null }), 'second-factor');
+    assert.equal((await completeSecondFactor(world.deps, browser(signedInThere), totpAt(secret, world.clock.now()), { clientId: null })).kind, 'signed-in');
+    world.clock.advance(31_000);
+    assert.deepEqual(await endUserSessions(world.manage, ida.username), { sessions: 1, told: 0 });
+    assert.equal(await signedIn(world.deps, { cookies: signedInThere }), null);
+    assert.deepEqual(await completeSecondFactor(world.deps, browser(waiting), totpAt(secret, world.clock.now()), { clientId: null }), { kind: 'expired' });
+    assert.equal(await signedIn(world.deps, { cookies: waiting }), null);
   });
 });

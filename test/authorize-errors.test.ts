@@ -174,6 +174,15 @@ describe('the authorization endpoint refuses bad requests', () => {
     assert.doesNotMatch(session, /Secure/i, 'not Secure on an http issuer');
   });
 
+  it('tells the browser to send no Referer to other sites, on its pages and on the redirect back to the app', async () => {
+    const signIn = await open(params());
+    assert.equal(signIn.headers.get('referrer-policy'), 'same-origin');
+    const refused = await open(params({ response_type: 'token' }));
+    assert.equal(refused.status, 303);
+    assert.ok(refused.headers.get('location')?.startsWith(REDIRECT_URI));
+    assert.equal(refused.headers.get('referrer-policy'), 'same-origin');
+  });
+
   it('escapes a client name so it cannot inject markup', async () => {
     const evil = await server.addClient({ name: '<img src=x onerror=alert(1)>' });
     const browser = new FormBrowser(server.url);

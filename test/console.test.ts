@@ -78,6 +78,15 @@ describe('the operator console over HTTP', () => {
     assert.ok(page.html.includes('&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; &quot;Friends&quot;'), 'the name, escaped');
   });
 
+  it("writes a person's name as text in the list of users, whatever they signed up with", async () => {
+    const { browser } = await operatorBrowser(server, 'viewer');
+    await server.addUser({ username: 'mallory', name: `<img src=x onerror="alert(1)"> & "Co"`, email: 'mallory@example.com' });
+    const page = await browser.request('/console/users?q=mallory');
+    assert.equal(page.status, 200, page.html.slice(0, 500));
+    assert.ok(!page.html.includes('<img src=x'), 'no element of the name');
+    assert.ok(page.html.includes('&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; &quot;Co&quot; · mallory@example.com'), 'the name, escaped');
+  });
+
   it("shows the OpenID scopes' descriptions in the operator's language, as the consent page does", async () => {
     const { browser } = await operatorBrowser(server, 'viewer');
     for (const [locale, profile, english] of [

@@ -183,6 +183,19 @@ describe('the authorization endpoint refuses bad requests', () => {
     assert.equal(refused.headers.get('referrer-policy'), 'same-origin');
   });
 
+  it('tells the browser not to guess the type of what it sends, on its pages and its JSON', async () => {
+    const signIn = await open(params());
+    assert.match(signIn.headers.get('content-type') ?? '', /text\/html/);
+    assert.equal(signIn.headers.get('x-content-type-options'), 'nosniff');
+    const token = await fetch(`${server.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', client_id: client.clientId, code: '<script>' }).toString(),
+    });
+    assert.match(token.headers.get('content-type') ?? '', /application\/json/);
+    assert.equal(token.headers.get('x-content-type-options'), 'nosniff');
+  });
+
   it('escapes a client name so it cannot inject markup', async () => {
     const evil = await server.addClient({ name: '<img src=x onerror=alert(1)>' });
     const browser = new FormBrowser(server.url);

@@ -115,6 +115,16 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
     assertOAuthError(await postForm(token, { grant_type: 'authorization_code', code: 'x'.repeat(64 * 1024) }, auth), 413, 'invalid_request');
   });
 
+  it('reads a form body of 16 KiB, and refuses one byte more with 413', async () => {
+    // RFC 6749 §3.2: an unrecognized parameter is ignored, so only the size decides.
+    const prefix = 'grant_type=authorization_code&code=x&padding=';
+    const body = (length: number) => `${prefix}${'x'.repeat(length - prefix.length)}`;
+    const read = await postForm(token, body(16 * 1024), auth);
+    assertOAuthError(read, 400, 'invalid_request');
+    assert.match(String(read.body['error_description']), /redirect_uri is required/, 'the form was read');
+    assertOAuthError(await postForm(token, body(16 * 1024 + 1), auth), 413, 'invalid_request');
+  });
+
   it('answers a malformed form body without crashing', async () => {
     assertOAuthError(await postForm(token, '%%%&&&=%zz', auth), 400, 'invalid_request');
   });

@@ -19,6 +19,10 @@ describe('redirect URI registration', () => {
   ]) {
     it(`refuses ${uri}`, () => assert.notEqual(redirectUriProblem(uri, { publicClient: true }), null));
   }
+  it('refuses a redirect URI ending in a bare # (an empty fragment, RFC 6749 §3.1.2)', () => {
+    assert.match(redirectUriProblem('https://app.example/cb#', { publicClient: false }) ?? '', /fragment/);
+    assert.match(redirectUriProblem('http://127.0.0.1:8080/cb#', { publicClient: true }) ?? '', /fragment/);
+  });
   it('accepts a reverse-domain private-use scheme for a public client only (RFC 8252 §7.1)', () => {
     assert.equal(redirectUriProblem('com.example.app:/oauth2redirect', { publicClient: true }), null);
     assert.match(redirectUriProblem('com.example.app:/oauth2redirect', { publicClient: false }) ?? '', /--public/);

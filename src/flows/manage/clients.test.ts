@@ -11,7 +11,7 @@ import { exportJWK, generateKeyPair } from 'jose';
 import { GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import { hashSecret } from '../../core/crypto.ts';
 import { FLOW_ISSUER, flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
-import { createClient, rotateClientSecret, updateClient, type ClientMetadata } from './clients.ts';
+import { createClient, MAX_GRACE_SECONDS, rotateClientSecret, updateClient, type ClientMetadata } from './clients.ts';
 import { addResource } from './resources.ts';
 
 const WEB = { client_name: 'Notes', redirect_uris: ['https://notes.example/cb'] };
@@ -160,5 +160,12 @@ describe('registering a client (createClient)', () => {
     assert.equal(await outcome(() => rotateClientSecret(world.manage, native.id, 0)), 'conflict', 'a public client');
     assert.equal(await outcome(() => rotateClientSecret(world.manage, client.id, -1)), 'invalid:grace_seconds');
     assert.equal(await outcome(() => rotateClientSecret(world.manage, 'nobody', 0)), 'not_found');
+  });
+
+  it('keeps a rotated-out secret working for at most 30 days: a grace one second longer is refused', async () => {
+    const { client } = await createClient(world.manage, WEB);
+    assert.equal(await outcome(() => rotateClientSecret(world.manage, client.id, MAX_GRACE_SECONDS + 1)), 'invalid:grace_seconds');
+    await rotateClientSecret(world.manage, client.id, MAX_GRACE_SECONDS);
+    assert.equal((await world.store.clients.get(client.id))?.previousSecretExpiresAt, world.clock.now() + 30 * 86400_000);
   });
 });

@@ -152,6 +152,9 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
       const takeover = await store.webhooks.claim(hook.id, T0 + 41 * SECOND, T0 + 70 * SECOND);
       assert.equal(takeover?.attempts, 3);
       assert.equal(await store.webhooks.settle(hook.id, second.id, 2, { kind: 'delivered', status: 200 }, T0 + 42 * SECOND), null);
+      // Nor does its late failure: past the retry window, it would make a dead letter of the try under way.
+      const late = { kind: 'failed', status: 500, error: 'answered 500', nextAttemptAt: T0 + 50 * SECOND, deadBefore: T0 + 42 * SECOND } as const;
+      assert.equal(await store.webhooks.settle(hook.id, second.id, 2, late, T0 + 42 * SECOND), null, 'a late failure settles nothing');
       assert.equal(await store.webhooks.settle(hook.id, second.id, 3, { kind: 'delivered', status: 204 }, T0 + 42 * SECOND), 'delivered');
 
       const next = await store.webhooks.claim(hook.id, T0 + 43 * SECOND, T0 + 70 * SECOND);

@@ -879,6 +879,20 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.events.list({ clientId: code.clientId, limit: 10 }), []);
       });
 
+      it('redeems a code bound to a DPoP key, with its writes, only with that key: without it or with another, nothing is written', async () => {
+        const code = await givenCode({ dpopJkt: 'jkt-a' });
+        const refreshToken = refreshFor(code);
+        const writes = { activeUntil: T0 + HOUR, refreshToken, event: redeemedEvent(code) };
+        assert.equal(await store.codes.redeem(code.hash, { ...bindingOf(code), dpopJkt: 'jkt-b' }, T0 + SECOND, writes), null);
+        assert.equal(await store.codes.redeem(code.hash, { ...bindingOf(code), dpopJkt: null }, T0 + SECOND, writes), null);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.equal(await store.refreshTokens.find(refreshToken.hash), null);
+        assert.deepEqual(await store.codes.redeem(code.hash, { ...bindingOf(code), dpopJkt: 'jkt-a' }, T0 + SECOND, writes), {
+          ...code,
+          consumedAt: T0 + SECOND,
+        });
+      });
+
       it('leaves the code unconsumed when a write that follows fails', async () => {
         const code = await givenCode();
         const taken = await givenRefreshToken();

@@ -114,12 +114,15 @@ describe('signing keys at rest', () => {
     );
   });
 
-  it('refuses to start with a key file others can read, or with the wrong key', async () => {
+  it('refuses to start with a key file others can read, its group included, or with the wrong key', async () => {
     const database = join(dir, 'strict.db');
     const first = await startServer(config(database));
     await first.close();
     const { chmodSync } = await import('node:fs');
     chmodSync(`${database}.key`, 0o644);
+    await refusesToStart(config(database), /can be read by other users: run chmod 600/);
+    // The group's members are other users of the machine too.
+    chmodSync(`${database}.key`, 0o640);
     await refusesToStart(config(database), /can be read by other users: run chmod 600/);
     chmodSync(`${database}.key`, 0o600);
     await refusesToStart(

@@ -121,6 +121,21 @@ describe('metrics (TESSERA_METRICS_PORT)', () => {
     assert.ok(delta(before, after, 'tessera_store_operation_duration_seconds_count{operation="devices.poll"}') >= 1);
     assert.ok(delta(before, after, 'tessera_store_operation_duration_seconds_count{operation="transaction"}') >= 2, 'the approvals');
   });
+
+  it("labels a request by its route pattern, never its URL: a link's token or a mistyped path never reaches a scrape", async () => {
+    const token = randomToken(32);
+    const before = await scrape(server.metricsUrl!);
+    await (await fetch(`${server.url}/reset-password?token=${token}`)).arrayBuffer();
+    await (await fetch(`${server.url}/no-such-page/${token}`)).arrayBuffer();
+    assert.ok(!(await (await fetch(server.metricsUrl!)).text()).includes(token), 'the token is in no label');
+    const after = await scrape(server.metricsUrl!);
+    const requests = (route: string) =>
+      [...after.keys()]
+        .filter((series) => series.startsWith(`http_request_duration_seconds_count{method="GET",route="${route}",`))
+        .reduce((sum, series) => sum + delta(before, after, series), 0);
+    assert.equal(requests('/reset-password'), 1, 'counted under its route');
+    assert.equal(requests('unmatched'), 1, 'a path no route has, under one label');
+  });
 });
 
 describe('the metrics listener', () => {

@@ -6,10 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { hashSecret } from '../core/crypto.ts';
 import type { UserRecord } from '../store/types.ts';
 import { FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
 import type { MailMessage } from './mail/outbox.ts';
-import { requestRecovery } from './recovery.ts';
+import { RECOVERY_KEYS, requestRecovery } from './recovery.ts';
 import { resetPassword, type AccountDeps } from './users.ts';
 
 const PER_ADDRESS = 4;
@@ -76,5 +77,21 @@ describe('recovering an account by e-mail ("Forgot password?")', () => {
     assert.equal((await ask('someone-else@example.com', '203.0.113.51')).kind, 'sent', 'another address has its own budget');
     world.clock.advance(3600 * 1000);
     assert.equal((await ask('someone-else@example.com', ip)).kind, 'sent', 'an hour later');
+  });
+
+  it('counts the requests for one e-mail address, in any case, under a counter that names no one: the database keeps no address asked for', async () => {
+    world.clock.advance(3600 * 1000);
+    for (const email of ['Eve@Example.com', 'eve@example.com']) assert.equal((await ask(email, '203.0.113.60')).kind, 'sent');
+    const open = await world.store.rateLimits.listOpen('recovery:', world.clock.now(), 100);
+    assert.deepEqual(
+      open.filter((window) => window.key.startsWith(RECOVERY_KEYS.email)).map((window) => [window.key, window.hits]),
+      [[`${RECOVERY_KEYS.email}${hashSecret('eve@example.com')}`, 2]],
+      'one counter, under the hash of the address lower-cased',
+    );
+    assert.deepEqual(
+      open.filter((window) => window.key.toLowerCase().includes('eve@example.com')),
+      [],
+      'no counter names the address',
+    );
   });
 });

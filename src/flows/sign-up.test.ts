@@ -7,11 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { hashSecret } from '../core/crypto.ts';
 import { verifyPassword } from '../core/password.ts';
 import type { UserRecord } from '../store/types.ts';
 import { FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
 import type { MailMessage } from './mail/outbox.ts';
-import { signUp, verifySignUp, type SignUpDeps, type SignUpInput } from './sign-up.ts';
+import { SIGN_UP_KEYS, signUp, verifySignUp, type SignUpDeps, type SignUpInput } from './sign-up.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const PER_ADDRESS = 6;
@@ -124,11 +125,18 @@ describe('sign-up, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
     assert.deepEqual(await verifySignUp(deps, token), { kind: 'taken' });
   });
 
-  it(`counts each sign-up against its address, ${PER_EMAIL} an hour, and its network address, ${PER_ADDRESS}, account or not`, async () => {
+  it(`counts each sign-up against its address, ${PER_EMAIL} an hour, under a counter that names no one, and its network address, ${PER_ADDRESS}, account or not`, async () => {
     const email = 'popular@example.com';
     for (let i = 0; i < PER_EMAIL; i++) assert.equal((await signUp(deps, input({ email, ip: `192.0.2.${i}` }))).kind, 'sent');
     const byEmail = await signUp(deps, input({ email: email.toUpperCase(), ip: '192.0.2.99' }));
     assert.equal(byEmail.kind, 'limited');
+    const counters = (await world.store.rateLimits.listOpen(SIGN_UP_KEYS.email, world.clock.now(), 1000)).map((window) => window.key);
+    assert.ok(counters.includes(`${SIGN_UP_KEYS.email}${hashSecret(email)}`), 'counted under the hash of the address, lower-cased');
+    assert.deepEqual(
+      counters.filter((key) => key.includes('@')),
+      [],
+      'the database keeps no address signed up with',
+    );
     const ip = '192.0.2.200';
     for (let i = 0; i < PER_ADDRESS; i++) assert.equal((await signUp(deps, input({ ip }))).kind, 'sent');
     const byAddress = await signUp(deps, input({ ip }));

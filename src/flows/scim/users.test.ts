@@ -139,6 +139,36 @@ describe('SCIM Users (RFC 7644)', () => {
     assert.equal(told.at(-1), 1, 'the app of the ended session told');
   });
 
+  it('a password given in a replace ends the person’s sessions, tells their apps, and is recorded as set by scim', async () => {
+    const made = await createUserResource(deps, user({ userName: 'rotated', externalId: 'entra-rotated', emails: [{ value: 'rotated@example.com' }] }));
+    const id = String(made['id']);
+    const now = world.clock.now();
+    await world.store.sessions.create({
+      idHash: 'rotated-session',
+      sid: 'sid-rotated',
+      userId: id,
+      authTime: now,
+      createdAt: now,
+      expiresAt: now + 3600_000,
+      ip: null,
+      userAgent: null,
+    });
+    world.clock.advance(1000);
+    const toldBefore = told.length;
+    const replaced = await replaceUserResource(
+      deps,
+      id,
+      user({ userName: 'rotated', externalId: 'entra-rotated', emails: [{ value: 'rotated@example.com' }], password: 'a new provisioned password' }),
+      null,
+    );
+    assert.equal(replaced['password'], undefined, 'never returned');
+    assert.deepEqual(await world.store.sessions.listForUser(id, world.clock.now()), [], 'their sessions ended');
+    assert.deepEqual(told.slice(toldBefore), [1], 'the app of the ended session told');
+    const [event] = await world.store.events.list({ userId: id, type: 'user.password_set', limit: 10 });
+    assert.deepEqual(event?.detail, { sessions_ended: 1, by: 'scim' }, 'the audit trail says scim set the password');
+    assert.doesNotMatch(JSON.stringify(event), /a new provisioned password/, 'never the password');
+  });
+
   it("leaves an operator's account to operators (403), and removes a person at the version given, then knows them no more", async () => {
     const operator = await world.addUser({ username: 'operator', email: 'operator@example.com' });
     await world.store.users.setRole(operator.id, 'admin');

@@ -169,6 +169,17 @@ describe('SCIM Users (RFC 7644)', () => {
     assert.doesNotMatch(JSON.stringify(event), /a new provisioned password/, 'never the password');
   });
 
+  it('records a User made inactive as made and disabled by scim, in the audit trail', async () => {
+    const made = await createUserResource(deps, user({ userName: 'made.inactive', externalId: 'entra-inactive', emails: [], active: false }));
+    const id = String(made['id']);
+    assert.equal(made['active'], false);
+    const events = await world.store.events.list({ userId: id, limit: 10 });
+    assert.deepEqual(events.map((event) => [event.type, event.detail['by']]).sort(), [
+      ['user.created', 'scim'],
+      ['user.disabled', 'scim'],
+    ]);
+  });
+
   it("leaves an operator's account to operators (403), and removes a person at the version given, then knows them no more", async () => {
     const operator = await world.addUser({ username: 'operator', email: 'operator@example.com' });
     await world.store.users.setRole(operator.id, 'admin');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ScimError } from './errors.ts';
-import { checkFilter, matches, parseFilter, parsePatchPath, type FilterContext } from './filter.ts';
+import { checkFilter, MAX_FILTER_LENGTH, matches, parseFilter, parsePatchPath, type FilterContext } from './filter.ts';
 import { ENTERPRISE_SCHEMA, ruleOf, USER_KIND, USER_SCHEMA } from './schema.ts';
 
 const context: FilterContext = { coreSchema: USER_SCHEMA, rule: (path) => ruleOf(USER_KIND, path) };
@@ -135,6 +135,13 @@ describe('RFC 7644 §3.4.2.2 filters', () => {
   it('refuses a filter nested past its bound, or longer than its bound', () => {
     refused(`${'('.repeat(60)}title pr${')'.repeat(60)}`);
     refused(`title eq "${'x'.repeat(5000)}"`);
+  });
+
+  it('takes a filter of exactly 4096 characters and refuses one of 4097 (invalidFilter)', () => {
+    const longest = `title eq "${'x'.repeat(MAX_FILTER_LENGTH - 'title eq ""'.length)}"`;
+    assert.equal(longest.length, MAX_FILTER_LENGTH);
+    checkFilter(parseFilter(longest), context);
+    refused(`title eq "${'x'.repeat(MAX_FILTER_LENGTH + 1 - 'title eq ""'.length)}"`);
   });
 
   it('finds no exception but invalidFilter over random filters (a fuzzer)', () => {

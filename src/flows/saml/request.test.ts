@@ -92,6 +92,17 @@ function posted(xml: string, key: KeyObject, transforms: readonly string[] = [EN
 describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
   let world: FlowWorld;
   const read = (incoming: IncomingRequest) => readAuthnRequest({ store: world.store, now: world.clock.now(), limits: LIMITS, ssoUrl: SSO }, incoming);
+  /** `incoming` is refused for `reason`, naming the SP `entityId` (null: none could be named). */
+  const refused = (what: string, incoming: IncomingRequest, reason: SamlRefusalReason, entityId: string | null) =>
+    assert.rejects(
+      read(incoming),
+      (error: unknown) => {
+        assert.ok(error instanceof SamlRefusal, `${what}: ${String(error)}`);
+        assert.deepEqual([error.reason, error.entityId], [reason, entityId], `${what}: ${error.message}`);
+        return true;
+      },
+      what,
+    );
 
   before(async () => {
     world = await flowWorld();
@@ -196,17 +207,7 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
         SIGNING_SP,
       ],
     ];
-    for (const [what, incoming, reason, entityId] of cases) {
-      await assert.rejects(
-        read(incoming),
-        (error: unknown) => {
-          assert.ok(error instanceof SamlRefusal, `${what}: ${String(error)}`);
-          assert.deepEqual([error.reason, error.entityId], [reason, entityId], `${what}: ${error.message}`);
-          return true;
-        },
-        what,
-      );
-    }
+    for (const [what, incoming, reason, entityId] of cases) await refused(what, incoming, reason, entityId);
   });
 
   it('takes a request signed in its XML over HTTP-POST, and refuses a second signature inside it, or one transformed otherwise than enveloped and exclusive c14n', async () => {
@@ -225,17 +226,7 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
         'unsupported',
       ],
     ];
-    for (const [what, incoming, reason] of cases) {
-      await assert.rejects(
-        read(incoming),
-        (error: unknown) => {
-          assert.ok(error instanceof SamlRefusal, `${what}: ${String(error)}`);
-          assert.deepEqual([error.reason, error.entityId], [reason, SIGNING_SP], `${what}: ${error.message}`);
-          return true;
-        },
-        what,
-      );
-    }
+    for (const [what, incoming, reason] of cases) await refused(what, incoming, reason, SIGNING_SP);
   });
 
   it('takes a request once: the same ID again from the same SP is a replay, even signed again', async () => {

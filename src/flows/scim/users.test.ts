@@ -42,6 +42,25 @@ describe('SCIM Users (RFC 7644)', () => {
     ...fields,
   });
 
+  /** A person provisioned as `name`, with one live session; the clock then a second on. */
+  async function provisionedWithSession(name: string): Promise<string> {
+    const made = await createUserResource(deps, user({ userName: name, externalId: `entra-${name}`, emails: [{ value: `${name}@example.com` }] }));
+    const id = String(made['id']);
+    const now = world.clock.now();
+    await world.store.sessions.create({
+      idHash: `${name}-session`,
+      sid: `sid-${name}`,
+      userId: id,
+      authTime: now,
+      createdAt: now,
+      expiresAt: now + 3600_000,
+      ip: null,
+      userAgent: null,
+    });
+    world.clock.advance(1000);
+    return id;
+  }
+
   it('reads the version of If-Match weak or strong, any for *, and none it gave for anything else', () => {
     const cases: [string | undefined, number | null][] = [
       [undefined, null],
@@ -119,20 +138,7 @@ describe('SCIM Users (RFC 7644)', () => {
   });
 
   it("ends a person's sessions when a patch sets active false, and tells the apps of those sessions", async () => {
-    const made = await createUserResource(deps, user({ userName: 'leaver', externalId: 'entra-leaver', emails: [{ value: 'leaver@example.com' }] }));
-    const id = String(made['id']);
-    const now = world.clock.now();
-    await world.store.sessions.create({
-      idHash: 'leaver-session',
-      sid: 'sid-leaver',
-      userId: id,
-      authTime: now,
-      createdAt: now,
-      expiresAt: now + 3600_000,
-      ip: null,
-      userAgent: null,
-    });
-    world.clock.advance(1000);
+    const id = await provisionedWithSession('leaver');
     await patchUserResource(deps, id, { schemas: [PATCH_SCHEMA], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] }, null);
     assert.equal((await world.store.users.get(id))?.disabled, true);
     assert.deepEqual(await world.store.sessions.listForUser(id, world.clock.now()), [], 'their sessions ended');
@@ -140,20 +146,7 @@ describe('SCIM Users (RFC 7644)', () => {
   });
 
   it('a password given in a replace ends the person’s sessions, tells their apps, and is recorded as set by scim', async () => {
-    const made = await createUserResource(deps, user({ userName: 'rotated', externalId: 'entra-rotated', emails: [{ value: 'rotated@example.com' }] }));
-    const id = String(made['id']);
-    const now = world.clock.now();
-    await world.store.sessions.create({
-      idHash: 'rotated-session',
-      sid: 'sid-rotated',
-      userId: id,
-      authTime: now,
-      createdAt: now,
-      expiresAt: now + 3600_000,
-      ip: null,
-      userAgent: null,
-    });
-    world.clock.advance(1000);
+    const id = await provisionedWithSession('rotated');
     const toldBefore = told.length;
     const replaced = await replaceUserResource(
       deps,

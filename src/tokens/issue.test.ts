@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { loadConfig } from '../config/index.ts';
 import { ManualClock } from '../core/clock.ts';
-import { GRANT_AUTHORIZATION_CODE } from '../core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
+import { timedSecretKey } from '../core/timed-secret.ts';
 import { openStore } from '../store/open.ts';
 import { newUserRecord, type ClientRecord, type Store, type UserRecord } from '../store/types.ts';
 import { TokenIssuer } from './issue.ts';
@@ -50,6 +51,25 @@ describe('TokenIssuer', () => {
     await store.grants.create(approvedGrant({ id: 'grant-1', userId: user.id, clientId: client.id, scope: ['openid', 'profile'] }, clock.now()));
   });
   after(() => store.close());
+
+  it("binds a public client's refresh token to its DPoP key, and a confidential client's to none, whichever way it authenticates (RFC 9449 §5)", async () => {
+    const issuer = new TokenIssuer(keys, clock, ISSUER, lifetimes, store, 'ES256');
+    const cases: [string, Partial<ClientRecord>, string | null][] = [
+      ['a public client', { authMethod: 'none', secretHash: null }, 'jkt-of-the-proof'],
+      ['a client with a secret', { authMethod: 'client_secret_basic', secretHash: 'a digest' }, null],
+      // No secret: it authenticates with a JWT signed by its own key (RFC 7523 §2.2).
+      ['a private_key_jwt client', { authMethod: 'private_key_jwt', secretHash: null, jwksUri: 'https://agent.example/jwks.json' }, null],
+    ];
+    for (const [what, fields, bound] of cases) {
+      const own: ClientRecord = { ...client, ...fields, id: `${what}-id`, grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN] };
+      await store.clients.create(own);
+      const scope = ['openid', 'offline_access'];
+      await store.grants.create(approvedGrant({ id: `${what}-grant`, userId: user.id, clientId: own.id, scope }, clock.now()));
+      const tokens = await issuer.issue({ client: own, user, scope, grantId: `${what}-grant`, authTime: clock.now(), dpopJkt: 'jkt-of-the-proof' });
+      assert.equal(tokens.token_type, 'DPoP', `${what}: its access token is bound`);
+      assert.equal((await store.refreshTokens.find(timedSecretKey(tokens.refresh_token!)))?.dpopJkt, bound, `${what}: its refresh token`);
+    }
+  });
 
   for (const alg of ['ES256', 'RS256'] as const) {
     it(`signs the access token with ${alg} when told to, and the ID token with RS256, both valid against the JWKS`, async () => {

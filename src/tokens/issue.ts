@@ -520,8 +520,9 @@ export class TokenIssuer {
       rotatedAt: null,
       // RFC 9449 §5: "Refresh tokens issued to confidential clients are not bound to the
       // DPoP proof public key because they are already sender-constrained" by the client's
-      // authentication; a public client's are bound to its key.
-      dpopJkt: issuance.client.secretHash === null ? (issuance.dpopJkt ?? null) : null,
+      // authentication; a public client's are bound to its key. Public by its method, not by
+      // a missing secret: a private_key_jwt client has none and is confidential.
+      dpopJkt: issuance.client.authMethod === 'none' ? (issuance.dpopJkt ?? null) : null,
       // OIDC Core §12.2: a refreshed ID token says what the original said of the sign-in and
       // carries the claims the original request asked for.
       idTokenClaims: issuance.idTokenClaims ?? [],

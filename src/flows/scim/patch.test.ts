@@ -85,6 +85,12 @@ describe('SCIM PATCH (RFC 7644 §3.5.2)', () => {
       ],
       ['remove the values a filter selects', [{ op: 'remove', path: 'emails[type eq "home"]' }], (r) => r['emails'], []],
       [
+        'replace a selected value whole: sub-attributes not given are gone',
+        [{ op: 'replace', path: 'emails[type eq "home"]', value: { value: 'ada@new.example', type: 'home' } }],
+        (r) => r['emails'],
+        [{ value: 'ada@new.example', type: 'home' }],
+      ],
+      [
         'remove an attribute',
         [
           { op: 'remove', path: 'displayName' },

@@ -91,6 +91,12 @@ describe('SCIM PATCH (RFC 7644 §3.5.2)', () => {
         [{ value: 'ada@new.example', type: 'home' }],
       ],
       [
+        'remove a sub-attribute of the selected values, the values kept',
+        [{ op: 'remove', path: 'emails[type eq "home"].primary' }],
+        (r) => r['emails'],
+        [{ value: 'ada@home.example', type: 'home' }],
+      ],
+      [
         'remove an attribute',
         [
           { op: 'remove', path: 'displayName' },

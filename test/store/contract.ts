@@ -1998,6 +1998,26 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.passwordResets.consume(late.tokenHash, late.expiresAt), null);
       });
 
+      it('opens an invitation link until the moment it expires, and once', async () => {
+        const invitation = {
+          tokenHash: unique('invitation'),
+          email: 'invited@example.com',
+          role: null,
+          clientId: null,
+          organizationId: null,
+          organizationRole: null,
+          createdAt: T0,
+          expiresAt: T0 + HOUR,
+          usedAt: null,
+        };
+        await store.invitations.create(invitation);
+        assert.deepEqual(await store.invitations.find(invitation.tokenHash, invitation.expiresAt - 1), invitation);
+        assert.equal(await store.invitations.find(invitation.tokenHash, invitation.expiresAt), null, 'expired at its expiresAt');
+        assert.equal(await store.invitations.consume(invitation.tokenHash, invitation.expiresAt), null);
+        assert.deepEqual(await store.invitations.consume(invitation.tokenHash, T0 + 1), { ...invitation, usedAt: T0 + 1 });
+        assert.equal(await store.invitations.find(invitation.tokenHash, T0 + 2), null, 'used once');
+      });
+
       it("spends every unused reset link of a user at once, and no one else's", async () => {
         const user = await givenUser();
         const other = await givenUser();

@@ -171,6 +171,7 @@ describe('SCIM PATCH (RFC 7644 §3.5.2)', () => {
       ['an attribute of no schema', apply({ op: 'replace', path: 'shoeSize', value: 42 }), 'invalidPath'],
       ['a read-only attribute', apply({ op: 'replace', path: 'groups', value: [] }), 'mutability'],
       ['a read-only sub-attribute of a writable attribute', apply({ op: 'replace', path: 'emails.display', value: 'Home' }), 'mutability'],
+      ['the same sub-attribute of the values a filter selects', apply({ op: 'replace', path: 'emails[type eq "home"].display', value: 'Home' }), 'mutability'],
       ['a filter on a simple attribute', apply({ op: 'replace', path: 'displayName[value eq "x"]', value: 'y' }), 'invalidPath'],
       ['a filter no value matches, not an equality to make one of', apply({ op: 'replace', path: 'emails[value sw "x"].value', value: 'y' }), 'noTarget'],
       ['a selected value replaced by a string', apply({ op: 'replace', path: 'emails[type eq "home"]', value: 'ada@x.example' }), 'invalidValue'],

@@ -160,6 +160,8 @@ function applyFiltered(resource: Json, kind: ResourceKind, target: PatchPath, fi
   const sub = target.subAfter === null ? null : attribute.subAttributes?.find((candidate) => same(candidate.name, target.subAfter!));
   if (target.subAfter !== null && sub === undefined)
     throw new ScimError(400, 'invalidPath', `${describePath(target.path)}.${target.subAfter.slice(0, 100)}: no such sub-attribute`);
+  // RFC 7643 §7: a readOnly sub-attribute "SHALL NOT be modified", through a filter as without one.
+  if (sub?.mutability === 'readOnly') throw new ScimError(400, 'mutability', `${describePath(target.path)}.${sub.name} is read-only`);
   const holder = holderOf(resource, kind, target.path, operation.op !== 'remove');
   if (holder === null) return;
   const key = keyOf(holder, attribute.name);

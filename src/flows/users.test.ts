@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { flowWorld, type FlowWorld } from '../../test/helpers/flows.ts';
-import { createResetLink, findResetLink, resetPassword, setUserDisabled } from './users.ts';
+import { changePassword, createResetLink, findResetLink, resetPassword, setUserDisabled, setUserPassword } from './users.ts';
 
 const tokenOf = (url: string) => new URL(url).searchParams.get('token')!;
 
@@ -47,6 +47,19 @@ describe('password reset links', () => {
     await setUserDisabled(world.deps, cy, true);
     await setUserDisabled(world.deps, { ...cy, disabled: true }, false);
     assert.equal(await findResetLink(world.deps, newer), null, 'enabling again brings none back');
+  });
+
+  it('ends the live links of a person whose password is then set, by themselves or an operator', async () => {
+    const eve = await world.addUser({ username: 'eve' });
+    const own = tokenOf((await createResetLink(world.deps, eve, 3600)).url);
+    // The flow world's people have the password 'correct horse battery'.
+    const changed = await changePassword(world.deps, eve, 'no session', { current: 'correct horse battery', next: 'a new long password', ip: '192.0.2.1' });
+    assert.equal(changed.kind, 'done');
+    assert.equal(await findResetLink(world.deps, own), null, 'a link sent before the change would undo it');
+    const operators = tokenOf((await createResetLink(world.deps, eve, 3600)).url);
+    await setUserPassword(world.deps, eve, 'an operator set this password');
+    assert.equal(await findResetLink(world.deps, operators), null, 'nor one sent before an operator set it');
+    assert.equal((await resetPassword(world.deps, operators, 'the password of whoever read the mail', '192.0.2.1')).kind, 'invalid_link');
   });
 
   it('is refused once expired, and a short or long password is refused without spending the link', async () => {

@@ -150,8 +150,8 @@ export async function updateUser(
 
 /**
  * Sets a new password and ends the user's sessions, but `keepSession` (the browser that
- * changed it), and returns those it ended. The hash is computed first: a transaction
- * awaits nothing but the store.
+ * changed it), and their reset links, and returns the sessions it ended. The hash is
+ * computed first: a transaction awaits nothing but the store.
  */
 async function replacePassword(
   deps: AccountDeps,
@@ -163,6 +163,8 @@ async function replacePassword(
   const hash = typeof password === 'string' ? await hashPassword(password, deps.config.passwordHash) : password.hash;
   return transactionWithEvents(deps, async (tx, record) => {
     await tx.users.setPasswordHash(user.id, hash);
+    // A link sent before the change would undo it: whoever read that mail could set another.
+    await tx.passwordResets.spendAllForUser(user.id, deps.clock.now());
     const ended = await tx.sessions.removeForUser(user.id, keepSession);
     await record({ type, ...about(user), detail: { sessions_ended: ended.length } });
     await recordEnded(record, user, ended, type === 'user.password_set' ? 'operator' : 'password_change');

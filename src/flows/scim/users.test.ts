@@ -11,6 +11,7 @@ import { flowWorld, scimRefusal, scimVersionOf, type FlowWorld } from '../../../
 import type { ScimError } from './errors.ts';
 import { PATCH_SCHEMA, USER_SCHEMA } from './schema.ts';
 import { createUserResource, deleteUserResource, getUserResource, ifMatchVersion, patchUserResource, replaceUserResource, type ScimDeps } from './users.ts';
+import { createResetLink, findResetLink } from '../users.ts';
 
 type Json = Record<string, unknown>;
 
@@ -145,8 +146,9 @@ describe('SCIM Users (RFC 7644)', () => {
     assert.equal(told.at(-1), 1, 'the app of the ended session told');
   });
 
-  it('a password given in a replace ends the person’s sessions, tells their apps, and is recorded as set by scim', async () => {
+  it('a password given in a replace ends the person’s sessions and reset links, tells their apps, and is recorded as set by scim', async () => {
     const id = await provisionedWithSession('rotated');
+    const link = new URL((await createResetLink(world.deps, (await world.store.users.get(id))!, 3600)).url).searchParams.get('token')!;
     const toldBefore = told.length;
     const replaced = await replaceUserResource(
       deps,
@@ -157,6 +159,7 @@ describe('SCIM Users (RFC 7644)', () => {
     assert.equal(replaced['password'], undefined, 'never returned');
     assert.deepEqual(await world.store.sessions.listForUser(id, world.clock.now()), [], 'their sessions ended');
     assert.deepEqual(told.slice(toldBefore), [1], 'the app of the ended session told');
+    assert.equal(await findResetLink(world.deps, link), null, 'a reset link sent before would undo the new password');
     const [event] = await world.store.events.list({ userId: id, type: 'user.password_set', limit: 10 });
     assert.deepEqual(event?.detail, { sessions_ended: 1, by: 'scim' }, 'the audit trail says scim set the password');
     assert.doesNotMatch(JSON.stringify(event), /a new provisioned password/, 'never the password');

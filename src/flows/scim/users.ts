@@ -402,6 +402,7 @@ async function writeAccount(deps: ScimDeps, user: UserRecord, account: Account, 
       await record({ type: 'user.updated', userId: user.id, username: account.username, detail: { fields: 'scim', by: 'scim' } });
       if (passwordHash !== null) {
         await tx.users.setPasswordHash(user.id, passwordHash);
+        await tx.passwordResets.spendAllForUser(user.id, now);
         ended = await tx.sessions.removeForUser(user.id);
         await record({ type: 'user.password_set', userId: user.id, username: account.username, detail: { sessions_ended: ended.length, by: 'scim' } });
       }

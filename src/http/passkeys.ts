@@ -158,9 +158,10 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const id = single(rawForm(request), 'passkey_id');
     await assertMayChangeSecondFactors(deps, signedInOf(request).session);
     // Someone else's passkey is answered exactly like one that does not exist.
-    if (id.length === 0 || id.length > 1366 || !(await removePasskey(forRequest(deps, request), signedInOf(request).user, id))) {
-      throw new OAuthError('invalid_request', 'There is no such passkey on your account.', { status: 404 });
-    }
+    const removal = id.length === 0 || id.length > 1366 ? 'missing' : await removePasskey(forRequest(deps, request), signedInOf(request).user, id);
+    if (removal === 'missing') throw new OAuthError('invalid_request', 'There is no such passkey on your account.', { status: 404 });
+    if (removal === 'last')
+      throw new OAuthError('invalid_request', 'This passkey is the only way you can sign in. Add another passkey before you remove this one.', { status: 409 });
     return reply.redirect(`${ACCOUNT_PATH}?notice=passkey-removed`, 303);
   });
 };

@@ -7,6 +7,7 @@ import type { AuthenticationResponseJSON, PublicKeyCredentialRequestOptionsJSON 
 import type { AuthMethod } from '../../core/auth-methods.ts';
 import type { PasskeyRecord, UserRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
+import { hasPassword } from '../users.ts';
 import type { FlowDeps } from '../types.ts';
 import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from './relying-party.ts';
 
@@ -126,11 +127,30 @@ export function listPasskeys(deps: Pick<FlowDeps, 'store'>, userId: string): Pro
   return deps.store.passkeys.listForUser(userId);
 }
 
-/** Removes one of the person's passkeys; false when they have none with this id. */
-export function removePasskey(deps: FlowDeps, user: Pick<UserRecord, 'id' | 'username'>, id: string): Promise<boolean> {
-  return transactionWithEvents(deps, async (tx, record) => {
-    const removed = await tx.passkeys.remove(id, user.id);
-    if (removed) await record({ type: 'passkey.removed', userId: user.id, username: user.username, detail: { by: 'user' } });
-    return removed;
-  });
+/** What removing a passkey came to: removed, none of the person's by that id, or kept as the last way they sign in. */
+export type PasskeyRemoval = 'removed' | 'missing' | 'last';
+
+/** Thrown inside the transaction to undo a removal that would leave the person no way in. */
+class LastWayIn extends Error {}
+
+/**
+ * Removes one of the person's passkeys, unless it is the last way they sign in: an account
+ * made with a passkey has no password, and one with no provider linked has nothing else, so
+ * removing its only passkey would lock its owner out (a reset link, if the operator gives
+ * one, is the way back). Checked after the removal, in its transaction, so that two removals
+ * at once cannot each leave the other passkey as the last.
+ */
+export async function removePasskey(deps: FlowDeps, user: Pick<UserRecord, 'id' | 'username' | 'passwordHash'>, id: string): Promise<PasskeyRemoval> {
+  try {
+    return await transactionWithEvents(deps, async (tx, record): Promise<PasskeyRemoval> => {
+      if (!(await tx.passkeys.remove(id, user.id))) return 'missing';
+      if (!hasPassword(user) && (await tx.passkeys.listForUser(user.id)).length === 0 && (await tx.linkedIdentities.listForUser(user.id)).length === 0)
+        throw new LastWayIn();
+      await record({ type: 'passkey.removed', userId: user.id, username: user.username, detail: { by: 'user' } });
+      return 'removed';
+    });
+  } catch (error) {
+    if (error instanceof LastWayIn) return 'last';
+    throw error;
+  }
 }

@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import type { UserRecord } from '../../store/types.ts';
 import { SoftwarePasskey } from '../../../test/helpers/authenticator.ts';
 import { FLOW_ISSUER, flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
-import { authenticationOptions, finishAuthentication } from './authentication.ts';
+import { authenticationOptions, finishAuthentication, removePasskey } from './authentication.ts';
+import { NO_PASSWORD } from '../users.ts';
 import { finishRegistration, PASSKEY_NAME_MAX, registrationOptions } from './registration.ts';
 
 const ORIGIN = new URL(FLOW_ISSUER).origin;
@@ -61,6 +62,20 @@ describe('passkeys (WebAuthn Level 3)', () => {
       [passkey.id],
     );
     assert.equal((await finishRegistration(world.deps, ada, 'Twice', JSON.stringify(passkey.register(next, ORIGIN)), BROWSER)).kind, 'duplicate');
+  });
+
+  it('keeps the last passkey of a person with no password and no provider linked: removing it would lock them out', async () => {
+    const pat = await world.addUser({ username: 'pat', passwordHash: NO_PASSWORD });
+    const first = await registered(pat);
+    assert.equal(await removePasskey(world.deps, pat, first.id), 'last');
+    assert.ok(await world.store.passkeys.get(first.id), 'still there');
+    const second = await registered(pat);
+    assert.equal(await removePasskey(world.deps, pat, first.id), 'removed', 'with another one left');
+    assert.equal(await removePasskey(world.deps, pat, second.id), 'last');
+    assert.equal(await removePasskey(world.deps, pat, 'no-such-passkey'), 'missing');
+    // With a password to sign in with, the only passkey goes.
+    const lee = await world.addUser({ username: 'lee' });
+    assert.equal(await removePasskey(world.deps, lee, (await registered(lee)).id), 'removed');
   });
 
   it('refuses a registration answered elsewhere, for someone else, or by a lying authenticator, and keeps no passkey of it', async () => {

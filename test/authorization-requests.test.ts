@@ -112,6 +112,16 @@ describe('authorization requests as certification sends them', () => {
       const tokens = await redeemAttempt(config, attempt, decided.location!);
       assert.equal(tokens.scope, 'openid');
     });
+
+    it('refuses a denial whose state was changed after the page was shown: no access_denied carries the changed state', async () => {
+      const { browser } = await signedIn();
+      const attempt = await start({ prompt: 'consent', scope: 'openid' });
+      const approval = await browser.follow(await browser.request(attempt.url.href));
+      const changed = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'deny', state: 'changed' });
+      assert.equal(changed.status, 400, changed.html);
+      assert.equal(changed.location, null, 'no redirect to the client');
+      assert.match(changed.html, /the approval form was changed after it was shown/);
+    });
   });
 
   describe('long hints (OIDC Core §3.1.2.1 id_token_hint and login_hint)', () => {

@@ -14,6 +14,7 @@ import { FormBrowser, type Page } from './helpers/browser.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { clockAtStart } from './helpers/clock.ts';
 import { appConfig, pkceRequest, startWithApp } from './helpers/fixtures.ts';
+import { NO_PASSWORD } from '../src/flows/users.ts';
 
 describe('passkeys: registration, sign-in without a username, and refused answers', () => {
   const clock = clockAtStart();
@@ -258,6 +259,22 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.deepEqual(removal?.detail, { by: 'user' });
     const { answer, browser: after } = await signInWith(passkey);
     assertRefusedSignIn(answer, after, 401, /not registered here/);
+  });
+
+  it('keeps the only passkey of a person with no password, answering 409 with what to do first', async () => {
+    const solo = await server.addUser({ username: 'solo' });
+    const passkey = new SoftwarePasskey();
+    await register(passkey, solo, {}, 'Only key');
+    // As an account made with a passkey has it: no password to sign in with.
+    await server.store.users.setPasswordHash(solo.id, NO_PASSWORD);
+    const { browser, page } = await accountPage(solo);
+    const answer = await browser.request('/account/passkeys/remove', {
+      form: { csrf_token: browser.form(page, '/account/passkeys/remove').fields['csrf_token']!, passkey_id: passkey.id },
+    });
+    assert.equal(answer.status, 409, answer.html.slice(0, 500));
+    assert.match(answer.html, /only way you can sign in\. Add another passkey before you remove this one/);
+    assert.ok(await server.store.passkeys.get(passkey.id), 'still there');
+    assert.equal((await signInWith(passkey)).answer.status, 303, 'and still signs them in');
   });
 
   it("does not remove someone else's passkey: answered as if it did not exist", async () => {

@@ -56,12 +56,12 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
   const ui: Ui = { site, t: messages(locale), here: '/' };
   const { t } = ui;
   const csrf = 'c'.repeat(43);
-  const security = (totpEnabled: boolean, mayChange = true) =>
+  const security = (totpEnabled: boolean, mayChange = true, removable = true) =>
     securitySection(ui, {
       csrf,
       mayChange,
       passkeysAvailable: true,
-      passkeys: [{ id: 'pk1', name: 'Pixel 9', createdAt: T, lastUsedAt: null, synced: true }],
+      passkeys: [{ id: 'pk1', name: 'Pixel 9', createdAt: T, lastUsedAt: null, synced: true, removable }],
       totpEnabled,
       recoveryCodesLeft: 3,
     });
@@ -151,6 +151,14 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
       security: security(true),
     }),
     'account, codes off': accountPage(ui, { csrf, signedInAs: 'ada', connections: [], sessions: [], activity: [], security: security(false) }),
+    'account, a passkey its only way in': accountPage(ui, {
+      csrf,
+      signedInAs: 'ada',
+      connections: [],
+      sessions: [],
+      activity: [],
+      security: security(false, true, false),
+    }),
     'account, password alone after a second factor': accountPage(ui, {
       csrf,
       signedInAs: 'ada',

@@ -261,20 +261,31 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assertRefusedSignIn(answer, after, 401, /not registered here/);
   });
 
-  it('keeps the only passkey of a person with no password, answering 409 with what to do first', async () => {
+  it('keeps the only passkey of a person with no password: no Remove on the page, and 409 with what to do first', async () => {
     const solo = await server.addUser({ username: 'solo' });
     const passkey = new SoftwarePasskey();
     await register(passkey, solo, {}, 'Only key');
     // As an account made with a passkey has it: no password to sign in with.
     await server.store.users.setPasswordHash(solo.id, NO_PASSWORD);
     const { browser, page } = await accountPage(solo);
+    // The page offers no button that would be refused, and says why.
+    assert.doesNotMatch(page.html, /name="passkey_id"/);
+    assert.match(page.html, /<p>This passkey is the only way you can sign in\. Add another passkey before you remove this one\.<\/p>/);
+    // A removal posted all the same is refused.
     const answer = await browser.request('/account/passkeys/remove', {
-      form: { csrf_token: browser.form(page, '/account/passkeys/remove').fields['csrf_token']!, passkey_id: passkey.id },
+      form: { csrf_token: browser.form(page, '/account/totp/setup').fields['csrf_token']!, passkey_id: passkey.id },
     });
     assert.equal(answer.status, 409, answer.html.slice(0, 500));
     assert.match(answer.html, /only way you can sign in\. Add another passkey before you remove this one/);
     assert.ok(await server.store.passkeys.get(passkey.id), 'still there');
     assert.equal((await signInWith(passkey)).answer.status, 303, 'and still signs them in');
+    // With a second passkey, either may go.
+    const spare = new SoftwarePasskey();
+    assert.equal((await register(spare, solo, {}, 'Spare key')).answer.status, 303);
+    const both = (await accountPage(solo)).page;
+    assert.match(both.html, /aria-label="Remove Only key"/);
+    assert.match(both.html, /aria-label="Remove Spare key"/);
+    assert.doesNotMatch(both.html, /only way you can sign in/);
   });
 
   it("does not remove someone else's passkey: answered as if it did not exist", async () => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
-import { listPasskeys } from '../flows/passkeys/authentication.ts';
+import { listPasskeys, mayRemoveAPasskey } from '../flows/passkeys/authentication.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { beginTotpEnrolment, confirmTotpEnrolment, removeTotp, totpStatus } from '../flows/second-factor/codes.ts';
 import { assertMayChangeSecondFactors, mayChangeSecondFactors } from '../flows/second-factor/policy.ts';
@@ -35,6 +35,7 @@ export async function accountSecurity(
     totpStatus(deps, user.id),
     mayChangeSecondFactors(deps, signedIn.session),
   ]);
+  const removable = await mayRemoveAPasskey(deps, user, passkeys.length);
   return securitySection(ui, {
     csrf,
     mayChange,
@@ -45,6 +46,7 @@ export async function accountSecurity(
       createdAt: passkey.createdAt,
       lastUsedAt: passkey.lastUsedAt,
       synced: passkey.deviceType === 'multiDevice',
+      removable,
     })),
     totpEnabled: totp.enabled,
     recoveryCodesLeft: totp.recoveryCodesLeft,

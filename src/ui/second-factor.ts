@@ -52,6 +52,8 @@ export interface PasskeyView {
   readonly createdAt: number;
   readonly lastUsedAt: number | null;
   readonly synced: boolean;
+  /** False for a person's last way to sign in (no password, no provider, no other passkey): no "Remove", and why. */
+  readonly removable: boolean;
 }
 
 export interface SecurityView {
@@ -89,13 +91,15 @@ function passkeyItem(ui: Ui, view: PasskeyView, csrf: string, mayChange: boolean
 ${view.synced ? html`<dt>${t.html('passkeys.kind')}</dt><dd>${t.html('passkeys.synced')}</dd>` : null}
 </dl>
 ${
-  mayChange
-    ? html`<form method="post" action="${PASSKEY_REMOVE_PATH}">
+  !mayChange
+    ? null
+    : view.removable
+      ? html`<form method="post" action="${PASSKEY_REMOVE_PATH}">
 ${csrfField(csrf)}
 <input type="hidden" name="passkey_id" value="${view.id}">
 <button type="submit" aria-label="${t.text('passkeys.removeNamed', { name: view.name })}">${t.html('passkeys.remove')}</button>
 </form>`
-    : null
+      : html`<p>${t.html('passkeys.onlyWayIn')}</p>`
 }
 </section>
 </li>`;

@@ -134,6 +134,31 @@ export type PasskeyRemoval = 'removed' | 'missing' | 'last';
 class LastWayIn extends Error {}
 
 /**
+ * Whether a person keeps a way to sign in: a password, a passkey left or a linked provider.
+ * The counts are read only when needed, as most people have a password.
+ */
+async function keepsAWayIn(
+  user: Pick<UserRecord, 'passwordHash'>,
+  passkeysLeft: () => Promise<number>,
+  linkedIdentities: () => Promise<number>,
+): Promise<boolean> {
+  return hasPassword(user) || (await passkeysLeft()) > 0 || (await linkedIdentities()) > 0;
+}
+
+/**
+ * Whether the person may remove one of their `passkeys` passkeys: the account page offers
+ * "Remove" only then, and says why not otherwise. `removePasskey` checks the same again in
+ * its transaction; this is what the page shows, not what decides.
+ */
+export function mayRemoveAPasskey(deps: Pick<FlowDeps, 'store'>, user: Pick<UserRecord, 'id' | 'passwordHash'>, passkeys: number): Promise<boolean> {
+  return keepsAWayIn(
+    user,
+    async () => passkeys - 1,
+    async () => (await deps.store.linkedIdentities.listForUser(user.id)).length,
+  );
+}
+
+/**
  * Removes one of the person's passkeys, unless it is the last way they sign in: an account
  * made with a passkey has no password, and one with no provider linked has nothing else, so
  * removing its only passkey would lock its owner out (a reset link, if the operator gives
@@ -144,8 +169,12 @@ export async function removePasskey(deps: FlowDeps, user: Pick<UserRecord, 'id' 
   try {
     return await transactionWithEvents(deps, async (tx, record): Promise<PasskeyRemoval> => {
       if (!(await tx.passkeys.remove(id, user.id))) return 'missing';
-      if (!hasPassword(user) && (await tx.passkeys.listForUser(user.id)).length === 0 && (await tx.linkedIdentities.listForUser(user.id)).length === 0)
-        throw new LastWayIn();
+      const keeps = await keepsAWayIn(
+        user,
+        async () => (await tx.passkeys.listForUser(user.id)).length,
+        async () => (await tx.linkedIdentities.listForUser(user.id)).length,
+      );
+      if (!keeps) throw new LastWayIn();
       await record({ type: 'passkey.removed', userId: user.id, username: user.username, detail: { by: 'user' } });
       return 'removed';
     });

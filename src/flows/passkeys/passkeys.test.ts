@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { UserRecord } from '../../store/types.ts';
 import { SoftwarePasskey } from '../../../test/helpers/authenticator.ts';
 import { FLOW_ISSUER, flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
-import { authenticationOptions, finishAuthentication, removePasskey } from './authentication.ts';
+import { authenticationOptions, finishAuthentication, mayRemoveAPasskey, removePasskey } from './authentication.ts';
 import { NO_PASSWORD } from '../users.ts';
 import { finishRegistration, PASSKEY_NAME_MAX, registrationOptions } from './registration.ts';
 
@@ -76,6 +76,38 @@ describe('passkeys (WebAuthn Level 3)', () => {
     // With a password to sign in with, the only passkey goes.
     const lee = await world.addUser({ username: 'lee' });
     assert.equal(await removePasskey(world.deps, lee, (await registered(lee)).id), 'removed');
+  });
+
+  it('tells the account page whether a passkey may go, as the removal decides: a password, another passkey or a linked provider', async () => {
+    const sam = await world.addUser({ username: 'sam', passwordHash: NO_PASSWORD });
+    const only = await registered(sam);
+    assert.equal(await mayRemoveAPasskey(world.deps, sam, 1), false);
+    assert.equal(await mayRemoveAPasskey(world.deps, sam, 2), true, 'another passkey left');
+    const withPassword = await world.addUser({ username: 'kim' });
+    assert.equal(await mayRemoveAPasskey(world.deps, withPassword, 1), true, 'a password left');
+    // A provider linked is a way in too: the removal the page offers then goes through.
+    const now = world.clock.now();
+    await world.store.identityProviders.create({
+      id: 'elsewhere',
+      kind: 'oidc',
+      name: 'Elsewhere',
+      position: 0,
+      settings: { issuer: 'https://elsewhere.example.com', clientId: 'tessera', scopes: ['openid'] },
+      secret: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await world.store.linkedIdentities.create({
+      providerId: 'elsewhere',
+      subject: 'sam',
+      userId: sam.id,
+      label: null,
+      groups: [],
+      createdAt: now,
+      lastUsedAt: null,
+    });
+    assert.equal(await mayRemoveAPasskey(world.deps, sam, 1), true, 'a provider linked');
+    assert.equal(await removePasskey(world.deps, sam, only.id), 'removed');
   });
 
   it('refuses a registration answered elsewhere, for someone else, or by a lying authenticator, and keeps no passkey of it', async () => {

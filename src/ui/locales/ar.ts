@@ -192,6 +192,7 @@ const ar: Catalogue = {
   'passkeys.synced': 'متزامن بين أجهزتك',
   'passkeys.remove': 'إزالة',
   'passkeys.removeNamed': 'إزالة {name}',
+  'passkeys.onlyWayIn': 'مفتاح المرور هذا هو الطريقة الوحيدة لتسجيل دخولك. أضف مفتاح مرور آخر قبل إزالة هذا المفتاح.',
   'passkeys.name': 'اسم مفتاح المرور',
   'passkeys.namePlaceholder': 'حاسوبي المحمول',
   'passkeys.add': 'إضافة مفتاح مرور',

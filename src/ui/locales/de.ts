@@ -207,6 +207,7 @@ const de: Catalogue = {
   'passkeys.synced': 'Zwischen Ihren Geräten synchronisiert',
   'passkeys.remove': 'Entfernen',
   'passkeys.removeNamed': '{name} entfernen',
+  'passkeys.onlyWayIn': 'Dieser Passkey ist Ihre einzige Möglichkeit, sich anzumelden. Fügen Sie einen weiteren Passkey hinzu, bevor Sie diesen entfernen.',
   'passkeys.name': 'Name des Passkeys',
   'passkeys.namePlaceholder': 'Mein Laptop',
   'passkeys.add': 'Passkey hinzufügen',

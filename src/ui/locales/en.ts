@@ -215,6 +215,7 @@ const en = {
   'passkeys.synced': 'Synced between your devices',
   'passkeys.remove': 'Remove',
   'passkeys.removeNamed': 'Remove {name}',
+  'passkeys.onlyWayIn': 'This passkey is the only way you can sign in. Add another passkey before you remove this one.',
   'passkeys.name': 'Passkey name',
   'passkeys.namePlaceholder': 'My laptop',
   'passkeys.add': 'Add a passkey',

@@ -202,6 +202,7 @@ const es: Catalogue = {
   'passkeys.synced': 'Sincronizada entre tus dispositivos',
   'passkeys.remove': 'Eliminar',
   'passkeys.removeNamed': 'Eliminar {name}',
+  'passkeys.onlyWayIn': 'Esta llave de acceso es tu única forma de iniciar sesión. Añade otra llave de acceso antes de eliminar esta.',
   'passkeys.name': 'Nombre de la llave de acceso',
   'passkeys.namePlaceholder': 'Mi portátil',
   'passkeys.add': 'Añadir una llave de acceso',

@@ -205,6 +205,7 @@ const fr: Catalogue = {
   'passkeys.synced': 'Synchronisée entre vos appareils',
   'passkeys.remove': 'Supprimer',
   'passkeys.removeNamed': 'Supprimer {name}',
+  'passkeys.onlyWayIn': 'Cette clé d’accès est votre seul moyen de vous connecter. Ajoutez une autre clé d’accès avant de supprimer celle-ci.',
   'passkeys.name': 'Nom de la clé d’accès',
   'passkeys.namePlaceholder': 'Mon ordinateur portable',
   'passkeys.add': 'Ajouter une clé d’accès',

@@ -198,6 +198,7 @@ const ja: Catalogue = {
   'passkeys.synced': 'デバイス間で同期',
   'passkeys.remove': '削除',
   'passkeys.removeNamed': '{name} を削除',
+  'passkeys.onlyWayIn': 'このパスキーはサインインできる唯一の方法です。削除する前に別のパスキーを追加してください。',
   'passkeys.name': 'パスキーの名前',
   'passkeys.namePlaceholder': 'ノートパソコン',
   'passkeys.add': 'パスキーを追加',

@@ -202,6 +202,7 @@ const ptBR: Catalogue = {
   'passkeys.synced': 'Sincronizada entre seus dispositivos',
   'passkeys.remove': 'Remover',
   'passkeys.removeNamed': 'Remover {name}',
+  'passkeys.onlyWayIn': 'Esta chave de acesso é a única forma de você entrar. Adicione outra chave de acesso antes de remover esta.',
   'passkeys.name': 'Nome da chave de acesso',
   'passkeys.namePlaceholder': 'Meu notebook',
   'passkeys.add': 'Adicionar uma chave de acesso',

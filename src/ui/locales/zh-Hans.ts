@@ -182,6 +182,7 @@ const zhHans: Catalogue = {
   'passkeys.synced': '在你的设备间同步',
   'passkeys.remove': '移除',
   'passkeys.removeNamed': '移除 {name}',
+  'passkeys.onlyWayIn': '此通行密钥是你唯一的登录方式。请先添加另一个通行密钥，再移除此通行密钥。',
   'passkeys.name': '通行密钥名称',
   'passkeys.namePlaceholder': '我的笔记本电脑',
   'passkeys.add': '添加通行密钥',

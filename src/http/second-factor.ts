@@ -35,7 +35,7 @@ export async function accountSecurity(
     totpStatus(deps, user.id),
     mayChangeSecondFactors(deps, signedIn.session),
   ]);
-  const removable = await mayRemoveAPasskey(deps, user, passkeys.length);
+  const removable = passkeys.length > 0 && (await mayRemoveAPasskey(deps, user, passkeys.length));
   return securitySection(ui, {
     csrf,
     mayChange,

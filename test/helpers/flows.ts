@@ -129,6 +129,17 @@ export const oidcProviderRecord = (id: string, settings: Record<string, unknown>
   settings: { issuer: `https://${id}.example`, clientId: 'tessera', scopes: ['openid', 'email'], ...settings },
 });
 
+/**
+ * Links `subject` at an OpenID provider `providerId` (added as `oidcProviderRecord` makes it,
+ * unless the world has it) to `userId`, as a sign-in through that provider would have.
+ */
+export async function linkIdentity(world: FlowWorld, userId: string, subject: string, providerId = 'elsewhere'): Promise<void> {
+  const now = world.clock.now();
+  if ((await world.store.identityProviders.get(providerId)) === null)
+    await world.store.identityProviders.create({ ...oidcProviderRecord(providerId), createdAt: now, updatedAt: now });
+  await world.store.linkedIdentities.create({ providerId, subject, userId, label: null, groups: [], createdAt: now, lastUsedAt: null });
+}
+
 /** The messages the outbox holds for `events`, opened as the mail dispatcher opens them: nothing sends them in a flow's world. */
 export async function queuedMail(world: FlowWorld, events: readonly AuditEvent[]): Promise<MailMessage[]> {
   const deliveries = (await Promise.all(events.map((event) => world.store.mail.forEvent(event.id)))).flat();

@@ -12,7 +12,7 @@ import { decodeJwt, exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJ
 import type { OAuthError } from '../../core/errors.ts';
 import { ID_JAG_TYP } from '../../core/protocol.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
-import { FLOW_ISSUER, flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { FLOW_ISSUER, flowWorld, linkIdentity, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { addResource } from '../manage/resources.ts';
 import { addTrustedIssuer } from '../manage/trusted-issuers.ts';
 import { jwtBearerGrant } from './token.ts';
@@ -176,26 +176,7 @@ describe('the jwt-bearer grant for ID-JAGs (RFC 7523 §2.1, draft-ietf-oauth-ide
 
   it("finds nobody by an upstream identity of another issuer, though its subject is the ID-JAG's", async () => {
     const linked = await world.addUser({ username: 'mae', email: null });
-    const now = world.clock.now();
-    await world.store.identityProviders.create({
-      id: 'elsewhere',
-      kind: 'oidc',
-      name: 'Elsewhere',
-      position: 0,
-      settings: { issuer: 'https://elsewhere.example.com', clientId: 'tessera', scopes: ['openid'] },
-      secret: null,
-      createdAt: now,
-      updatedAt: now,
-    });
-    await world.store.linkedIdentities.create({
-      providerId: 'elsewhere',
-      subject: 'idp-user-mae',
-      userId: linked.id,
-      label: null,
-      groups: [],
-      createdAt: now,
-      lastUsedAt: null,
-    });
+    await linkIdentity(world, linked.id, 'idp-user-mae');
     // The same subject at another issuer is another person: the trusted identity provider cannot speak for Elsewhere's.
     await assert.rejects(
       async () => redeem(await idJag({ sub: 'idp-user-mae', email: undefined, email_verified: undefined })),

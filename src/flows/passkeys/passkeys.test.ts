@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { UserRecord } from '../../store/types.ts';
 import { SoftwarePasskey } from '../../../test/helpers/authenticator.ts';
-import { FLOW_ISSUER, flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { FLOW_ISSUER, flowWorld, linkIdentity, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { authenticationOptions, finishAuthentication, mayRemoveAPasskey, removePasskey } from './authentication.ts';
 import { NO_PASSWORD } from '../users.ts';
 import { finishRegistration, PASSKEY_NAME_MAX, registrationOptions } from './registration.ts';
@@ -86,26 +86,7 @@ describe('passkeys (WebAuthn Level 3)', () => {
     const withPassword = await world.addUser({ username: 'kim' });
     assert.equal(await mayRemoveAPasskey(world.deps, withPassword, 1), true, 'a password left');
     // A provider linked is a way in too: the removal the page offers then goes through.
-    const now = world.clock.now();
-    await world.store.identityProviders.create({
-      id: 'elsewhere',
-      kind: 'oidc',
-      name: 'Elsewhere',
-      position: 0,
-      settings: { issuer: 'https://elsewhere.example.com', clientId: 'tessera', scopes: ['openid'] },
-      secret: null,
-      createdAt: now,
-      updatedAt: now,
-    });
-    await world.store.linkedIdentities.create({
-      providerId: 'elsewhere',
-      subject: 'sam',
-      userId: sam.id,
-      label: null,
-      groups: [],
-      createdAt: now,
-      lastUsedAt: null,
-    });
+    await linkIdentity(world, sam.id, 'sam');
     assert.equal(await mayRemoveAPasskey(world.deps, sam, 1), true, 'a provider linked');
     assert.equal(await removePasskey(world.deps, sam, only.id), 'removed');
   });

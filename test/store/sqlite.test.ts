@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { migrations } from '../../src/store/migrations.ts';
+import { listEventsQuery } from '../../src/store/sql/events.ts';
 import { composeSearch, groupSearchTable, userSearchTable } from '../../src/store/sql/scim-search.ts';
 import { statements } from '../../src/store/sql/statements.ts';
 import { migrateSqlite } from '../../src/store/sqlite/migrate.ts';
@@ -181,6 +182,33 @@ describe('SQLite file shared by restarts, processes and threads', () => {
       (values) => `'${JSON.stringify(values)}'`,
       async () => openSqliteStore(path),
     );
+  });
+
+  it("reads a person's and an app's audit trail through their indexes, not the whole trail in time order", async () => {
+    const path = join(dir, 'event-plans.db');
+    await openSqliteStore(path).close();
+    const db = new DatabaseSync(path);
+    try {
+      const listings = [
+        [{ userId: 'u', limit: 20 }, 'events_user_id_at'],
+        [{ userId: 'u', type: 'signin.succeeded', limit: 1 }, 'events_user_id_at'],
+        [{ userId: 'u', limit: 20, before: { at: T0, id: 'e' } }, 'events_user_id_at'],
+        [{ clientId: 'c', since: T0, limit: 20 }, 'events_client_id_at'],
+      ] as const;
+      for (const [filter, index] of listings) {
+        const { sql, params } = listEventsQuery(filter);
+        const plan = db
+          .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .all(params as Record<string, string | number>)
+          .map((row) => String(row['detail']));
+        assert.ok(
+          plan.some((step) => step.includes(`USING INDEX ${index}`)),
+          `${JSON.stringify(filter)}: ${plan.join('; ')}`,
+        );
+      }
+    } finally {
+      db.close();
+    }
   });
 
   it("answers a provisioning system's lookups (userName, externalId, a group's displayName) through an index, not a scan", async () => {

@@ -194,6 +194,10 @@ describe('SQLite file shared by restarts, processes and threads', () => {
         [{ userId: 'u', type: 'signin.succeeded', limit: 1 }, 'events_user_id_at'],
         [{ userId: 'u', limit: 20, before: { at: T0, id: 'e' } }, 'events_user_id_at'],
         [{ clientId: 'c', since: T0, limit: 20 }, 'events_client_id_at'],
+        // An operator's listing of a person: their id or the username an event names alone, each through its index.
+        [{ userId: 'u', username: 'ada', limit: 20 }, 'events_user_id_at'],
+        [{ userId: 'u', username: 'ada', limit: 20 }, 'events_username_at'],
+        [{ username: 'ada', limit: 1000 }, 'events_username_at'],
       ] as const;
       for (const [filter, index] of listings) {
         const { sql, params } = listEventsQuery(filter);

@@ -149,9 +149,20 @@ export async function updateUser(
 }
 
 /**
- * Sets a new password and ends the user's sessions, but `keepSession` (the browser that
- * changed it), and their reset links, and returns the sessions it ended. The hash is
- * computed first: a transaction awaits nothing but the store.
+ * A new password, inside `tx`: the hash set, every reset link of the person spent (a link sent
+ * before the change would undo it: whoever read that mail could set another) and their
+ * sessions ended but `keepSession`. Returns the sessions it ended. Every way a password is set
+ * goes through here: the person's own change, an operator's, a reset link and SCIM.
+ */
+export async function setPasswordIn(tx: Stores, userId: string, hash: string, now: number, keepSession?: string): Promise<SessionRecord[]> {
+  await tx.users.setPasswordHash(userId, hash);
+  await tx.passwordResets.spendAllForUser(userId, now);
+  return tx.sessions.removeForUser(userId, keepSession);
+}
+
+/**
+ * Sets a new password (`setPasswordIn`) and records it. The hash is computed first: a
+ * transaction awaits nothing but the store.
  */
 async function replacePassword(
   deps: AccountDeps,
@@ -162,10 +173,7 @@ async function replacePassword(
 ): Promise<SessionRecord[]> {
   const hash = typeof password === 'string' ? await hashPassword(password, deps.config.passwordHash) : password.hash;
   return transactionWithEvents(deps, async (tx, record) => {
-    await tx.users.setPasswordHash(user.id, hash);
-    // A link sent before the change would undo it: whoever read that mail could set another.
-    await tx.passwordResets.spendAllForUser(user.id, deps.clock.now());
-    const ended = await tx.sessions.removeForUser(user.id, keepSession);
+    const ended = await setPasswordIn(tx, user.id, hash, deps.clock.now(), keepSession);
     await record({ type, ...about(user), detail: { sessions_ended: ended.length } });
     await recordEnded(record, user, ended, type === 'user.password_set' ? 'operator' : 'password_change');
     return ended;
@@ -289,9 +297,7 @@ export async function resetPassword(
     const reset = await tx.passwordResets.consume(found.tokenHash, deps.clock.now());
     if (!reset) return null;
     // Using one link ends every other link of the person too.
-    await tx.passwordResets.spendAllForUser(reset.userId, deps.clock.now());
-    await tx.users.setPasswordHash(reset.userId, hash);
-    const sessions = await tx.sessions.removeForUser(reset.userId);
+    const sessions = await setPasswordIn(tx, reset.userId, hash, deps.clock.now());
     const event = await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });
     // The person hears of it at their address, in the same transaction: a reset they did not make is noticed.
     if (deps.mail && user.email)

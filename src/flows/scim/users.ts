@@ -16,7 +16,7 @@ import { DuplicateError, newUserRecord, type ScimUserRecord, type SessionRecord,
 import { transactionWithEvents } from '../events.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { checkProfile } from '../profile.ts';
-import { passwordProblem, removeUser, setDisabledIn } from '../users.ts';
+import { passwordProblem, removeUser, setDisabledIn, setPasswordIn } from '../users.ts';
 import { checkNoNul, invalidValue, notFound, ScimError } from './errors.ts';
 import { applyPatch, coerce, readOperations } from './patch.ts';
 import { definitionOf, ENTERPRISE_SCHEMA, USER_KIND, USER_SCHEMA } from './schema.ts';
@@ -401,9 +401,7 @@ async function writeAccount(deps: ScimDeps, user: UserRecord, account: Account, 
       await tx.scimUsers.put({ userId: user.id, externalId: account.externalId, attributes: account.attributes });
       await record({ type: 'user.updated', userId: user.id, username: account.username, detail: { fields: 'scim', by: 'scim' } });
       if (passwordHash !== null) {
-        await tx.users.setPasswordHash(user.id, passwordHash);
-        await tx.passwordResets.spendAllForUser(user.id, now);
-        ended = await tx.sessions.removeForUser(user.id);
+        ended = await setPasswordIn(tx, user.id, passwordHash, now);
         await record({ type: 'user.password_set', userId: user.id, username: account.username, detail: { sessions_ended: ended.length, by: 'scim' } });
       }
       if (account.active === user.disabled)

@@ -277,6 +277,15 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     });
     assert.equal(answer.status, 409, answer.html.slice(0, 500));
     assert.match(answer.html, /only way you can sign in\. Add another passkey before you remove this one/);
+    // Said as the page's own message, in the page's language, with the way back to the account.
+    assert.match(answer.html, /<p role="alert">This passkey is the only way you can sign in\. Add another passkey before you remove this one\.<\/p>/);
+    assert.match(answer.html, /href="\/account"[^>]*>Back to your account</);
+    const inGerman = await browser.request('/account/passkeys/remove', {
+      form: { csrf_token: browser.form(page, '/account/totp/setup').fields['csrf_token']!, passkey_id: passkey.id },
+      headers: { 'accept-language': 'de' },
+    });
+    assert.equal(inGerman.status, 409);
+    assert.match(inGerman.html, /Dieser Passkey ist Ihre einzige Möglichkeit, sich anzumelden\./);
     assert.ok(await server.store.passkeys.get(passkey.id), 'still there');
     assert.equal((await signInWith(passkey)).answer.status, 303, 'and still signs them in');
     // With a second passkey, either may go.

@@ -160,8 +160,15 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     // Someone else's passkey is answered exactly like one that does not exist.
     const removal = id.length === 0 || id.length > 1366 ? 'missing' : await removePasskey(forRequest(deps, request), signedInOf(request).user, id);
     if (removal === 'missing') throw new OAuthError('invalid_request', 'There is no such passkey on your account.', { status: 404 });
-    if (removal === 'last')
-      throw new OAuthError('invalid_request', 'This passkey is the only way you can sign in. Add another passkey before you remove this one.', { status: 409 });
+    if (removal === 'last') {
+      // Said in the page's language, as the account page says it beside the passkey.
+      const ui = pages.ui(request);
+      return pages.send(
+        reply,
+        409,
+        errorPage(ui, ui.t.text('error.cannotComplete'), ui.t.text('passkeys.onlyWayIn'), { back: { href: ACCOUNT_PATH, label: ui.t.text('recovery.back') } }),
+      );
+    }
     return reply.redirect(`${ACCOUNT_PATH}?notice=passkey-removed`, 303);
   });
 };

@@ -66,7 +66,8 @@ export interface Dialect {
 export interface Runner<Name extends string> {
   /**
    * A read composed at run time from fragments written in this folder (a SCIM list's WHERE and
-   * ORDER BY, sql/scim-search.ts), its values bound as named parameters, never in its text.
+   * ORDER BY, sql/scim-search.ts; the audit trail's filters, sql/events.ts), its values bound as
+   * named parameters, never in its text.
    */
   select(sql: string, params: Params): Promise<Row[]>;
   one(name: Name, params?: Params): Promise<Row | undefined>;

@@ -5,7 +5,7 @@ import './config/require-node.ts';
 import { poolSizeGiven } from './threadpool.ts';
 import cluster, { type Worker as ClusterWorker } from 'node:cluster';
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -16,6 +16,7 @@ import type { MetricObjectWithValues, MetricValue, Registry } from 'prom-client'
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { systemClock } from './core/clock.ts';
+import { http } from './core/node-http.ts';
 import { unmatchedTranslations } from './flows/resources.ts';
 import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
 import type { ClearedEmail, Store } from './store/types.ts';
@@ -174,7 +175,7 @@ function onPickedPort(config: Config, port: number): Config {
  * listens) wait for `serve`.
  */
 async function listenOnPickedPort(config: Config): Promise<{ server: Server; config: Config; serve(routing: Routing): void }> {
-  const server = createServer();
+  const server = http.createServer();
   let routing: Routing | null = null;
   const waiting: Parameters<Routing>[] = [];
   server.on('request', (request, response) => (routing ? routing(request, response) : waiting.push([request, response])));
@@ -456,7 +457,7 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
   let adminServer: { server: Server; url: string } | null = null;
   if (config.adminListen) {
     const { host, port } = config.adminListen;
-    const server = createServer(adminListenerHandler(app.routing));
+    const server = http.createServer(adminListenerHandler(app.routing));
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
@@ -482,14 +483,14 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
         await within(new Promise((resolve) => server.close(resolve)), timeoutMs, () => server.closeAllConnections());
       }
       // Stops accepting; requests in flight finish, up to the timeout, then their connections close.
-      const http = picked?.server ?? app.server;
+      const listening = picked?.server ?? app.server;
       const stopped = picked
         ? new Promise<void>((resolve) => {
             picked.server.close(() => resolve());
             picked.server.closeIdleConnections();
           }).then(() => app.close())
         : app.close();
-      await within(stopped, timeoutMs, () => http.closeAllConnections());
+      await within(stopped, timeoutMs, () => listening.closeAllConnections());
       if (metricsServer) {
         const { server } = metricsServer;
         await new Promise((resolve) => {
@@ -696,7 +697,7 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
   let config = settings;
   let held: Server | null = null;
   if (settings.port === 0) {
-    const server = createServer();
+    const server = http.createServer();
     await new Promise<void>((resolve) => server.listen({ port: 0, host: settings.host, reusePort: true }, () => resolve()));
     held = server;
     config = onPickedPort(settings, (server.address() as AddressInfo).port);

@@ -6,7 +6,8 @@
  * (core/events.ts), so that a metric and the audit trail can never disagree.
  */
 
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { http } from '../core/node-http.ts';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -283,7 +284,7 @@ export async function serveMetrics(
   host: string,
   port: number,
 ): Promise<{ server: Server; url: string }> {
-  const server = createServer((request, response) => {
+  const server = http.createServer((request, response) => {
     if (request.method !== 'GET' || request.url?.split('?')[0] !== METRICS_PATH) {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics\n');
       return;

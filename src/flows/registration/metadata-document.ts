@@ -7,8 +7,8 @@
  * and registers the app as a public client whose id is the URL, through the same
  * createClient / updateClient as every other client.
  */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import { http, https } from '../../core/node-http.ts';
 import { isIP } from 'node:net';
 import { OAuthError } from '../../core/errors.ts';
 import { isInternalAddress } from '../../core/networks.ts';
@@ -62,7 +62,7 @@ function fetchDocument(url: URL, settings: FlowDeps['config']['registration']['m
     return Promise.reject(new Refusal(`${url.host} is a private or loopback address`));
   }
   return new Promise((resolve, reject) => {
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const send = url.protocol === 'https:' ? https.request : http.request;
     const request = send(
       url,
       { method: 'GET', headers: { accept: 'application/json' }, ...(settings.development ? {} : { lookup: internalRefused }), timeout: settings.timeoutMs },

@@ -128,6 +128,12 @@ const REWRITES: readonly Rewrite[] = [
     why: "Fastify's compilers, loaded when the first schema compiles",
   },
   {
+    file: 'src/core/node-http.ts',
+    from: 'const load = createRequire(import.meta.url);',
+    to: () => 'const load = require;',
+    why: "node:http and node:https, required as the script's own built-ins",
+  },
+  {
     file: 'src/flows/saml/xml.ts',
     from: "createRequire(import.meta.url)('@xmldom/xmldom')",
     to: () => "require('@xmldom/xmldom')",

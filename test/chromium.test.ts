@@ -21,8 +21,16 @@ describe('the test browser', { skip: chromiumUnavailable() }, () => {
     // The command line Playwright started it with, as this process's child (CDP's
     // Browser.getBrowserCommandLine needs --enable-automation, which Playwright does not pass
     // headless; Debian's /usr/bin/chromium-headless-shell is a script that passes its arguments on).
-    const children = readdirSync('/proc/self/task').flatMap((task) => readFileSync(`/proc/self/task/${task}/children`, 'utf8').split(' ').filter(Boolean));
-    const started = children.map((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).filter((args) => args.includes('--remote-debugging-pipe'));
+    // A thread or child of an earlier test may end while they are listed: passed over.
+    const read = (path: string): string => {
+      try {
+        return readFileSync(path, 'utf8');
+      } catch {
+        return '';
+      }
+    };
+    const children = readdirSync('/proc/self/task').flatMap((task) => read(`/proc/self/task/${task}/children`).split(' ').filter(Boolean));
+    const started = children.map((pid) => read(`/proc/${pid}/cmdline`).split('\0')).filter((args) => args.includes('--remote-debugging-pipe'));
     assert.equal(started.length, 1, 'the one browser of this test process');
     const switches = started[0]!;
     const disabled = switches.filter((value) => value.startsWith('--disable-features=')).map((value) => value.slice('--disable-features='.length).split(','));

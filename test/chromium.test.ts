@@ -41,7 +41,7 @@ describe('the test browser', { skip: chromiumUnavailable() }, () => {
     assert.deepEqual(
       playwrights.filter((feature) => !effective.has(feature)),
       [],
-      "features Playwright turns off that the helper's list (PLAYWRIGHT_DISABLED_FEATURES) would turn back on",
+      "features Playwright turns off that the helper's list (DISABLED_FEATURES) would turn back on",
     );
     assert.ok(effective.has('RenderDocument'));
   });

@@ -36,7 +36,8 @@ export function chromiumUnavailable(): string | undefined {
  * 9–10 instead of 16–18, GPU process 1.7 instead of 3.1–3.5), and the browser tests load
  * thousands of pages. No page of Tessera can tell the difference.
  */
-export const PLAYWRIGHT_DISABLED_FEATURES: readonly string[] = [
+const DISABLED_FEATURES: readonly string[] = [
+  // Playwright's own.
   'AvoidUnnecessaryBeforeUnloadCheckSync',
   'DestroyProfileOnBrowserClose',
   'HttpsUpgrades',
@@ -53,9 +54,9 @@ export const PLAYWRIGHT_DISABLED_FEATURES: readonly string[] = [
   'PreconnectToSearch',
   'msForceBrowserSignIn',
   'msEdgeUpdateLaunchServicesPreferredVersion',
+  // The tests' own.
+  'RenderDocument',
 ];
-
-const DISABLED_FEATURES: readonly string[] = [...PLAYWRIGHT_DISABLED_FEATURES, 'RenderDocument'];
 
 /** The one Chromium of this test process, started by the first file that asks for one. */
 let shared: Promise<Browser> | undefined;

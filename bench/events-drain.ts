@@ -35,6 +35,7 @@ const target = await startTessera({
   deviceInterval: 0,
   cpuProfileDir: null,
   logDir,
+  serverCpus: null,
   postgres: null,
   ...(values.against ? { against: { root: resolve(values.against), name: 'against' } } : {}),
   env: { TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true' },

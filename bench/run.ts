@@ -10,15 +10,26 @@ import { cpus, release, totalmem } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
-import type { Request } from 'autocannon';
 import pg from 'pg';
 import { scaleChart, scalePointOf } from './charts.ts';
-import { combine, load, median, percentile, type Sample, type Verdict } from './load.ts';
+import { type Custom, combine, fromPlan, load, median, percentile, type Plan, type Sample } from './load.ts';
 import { machineBusySeconds, peakRssMb, procAvailable, processTree } from './proc.ts';
 import { startAccountFlood, startFlood, type Flood, type FloodCounts } from './flood.ts';
 import { seedDeviceCodes } from './seed.ts';
 import { seedEventFlood, startEventFlood, startEventReceiver, type EventFloodSeed, type EventReceiver } from './events.ts';
-import { BENCH_API, createPostgresDatabase, FLOOD_OWNER, ROOT, startPeer, startTessera, type MintedCode, type StartOptions, type Target } from './targets.ts';
+import {
+  allowedCpus,
+  BENCH_API,
+  createPostgresDatabase,
+  FLOOD_OWNER,
+  ROOT,
+  serverCpuLists,
+  startPeer,
+  startTessera,
+  type MintedCode,
+  type StartOptions,
+  type Target,
+} from './targets.ts';
 
 const SCENARIOS = [
   'device_authorization',
@@ -75,6 +86,11 @@ const USAGE = `Usage: npm run bench -- [options]
                         is seeded through that checkout's own code
   --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles/<target>,
                         one file a thread
+  --server-cpus LIST    keep the servers to these CPUs (taskset -c, e.g. 0-11); run the bench
+                        itself under taskset -c on the others, so neither takes the other's time
+  --load-threads N      split each load over N load-generator threads, each its own autocannon
+                        (default 1; one sends about 7,000 code exchanges a second: use more
+                        where several workers answer faster than that)
   --out DIR             where latest.md, latest.json, logs/ and profiles/ go (default bench/results)
 `;
 
@@ -102,6 +118,10 @@ interface Settings {
   readonly pool: number;
   readonly flood: { readonly addresses: number; readonly perAddress: number };
   readonly out: string;
+  /** `--server-cpus`: a CPU list the servers are kept to, or null. */
+  readonly serverCpus: string | null;
+  /** `--load-threads`: autocannon threads the load is split over (a DPoP load keeps to one). */
+  readonly loadThreads: number;
   /** A smoke run (`--quick`): the machine's idle load and the RS256 floor are sampled briefly. */
   readonly quick: boolean;
 }
@@ -131,6 +151,8 @@ function settingsFrom(argv: string[]): Settings {
       pool: { type: 'string' },
       'flood-addresses': { type: 'string' },
       'flood-in-flight': { type: 'string' },
+      'server-cpus': { type: 'string' },
+      'load-threads': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -175,8 +197,17 @@ function settingsFrom(argv: string[]): Settings {
       perAddress: Math.floor(number('flood-in-flight', values['flood-in-flight'], 4, 1)),
     },
     out: values.out ?? join(ROOT, 'bench/results'),
+    serverCpus: values['server-cpus'] === undefined ? null : cpuList(values['server-cpus']),
+    loadThreads: Math.floor(number('load-threads', values['load-threads'], 1, 1)),
     quick,
   };
+}
+
+/** A `taskset -c` list (`0-11`, `0,2,4`), checked here so a typo fails before any server starts. */
+function cpuList(raw: string): string {
+  if (!/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(raw)) throw new Error(`--server-cpus ${raw}: must be a CPU list such as 0-11 or 0,2,4`);
+  if (spawnSync('taskset', ['--version']).status !== 0) throw new Error('--server-cpus needs taskset (util-linux)');
+  return raw;
 }
 
 function againstCheckout(dir: string): { root: string; name: string } {
@@ -202,6 +233,10 @@ interface Row {
   readonly databaseCpuPercent?: number;
   /** CPU used by neither the server nor the load generator (% of one core): other work on the machine. */
   readonly otherPercent?: number;
+  /** CPU of the load generator, all its threads (% of one core). */
+  readonly driverPercent?: number;
+  /** The load generator's threads. */
+  readonly loadThreads?: number;
   readonly peakRssMb?: number;
   readonly examples?: string[];
 }
@@ -219,6 +254,7 @@ function summarise(scenario: string, target: Target, samples: readonly Sample[])
       cpu: (sample.cpuSeconds / sample.seconds) * 100,
       database: (sample.databaseCpuSeconds / sample.seconds) * 100,
       other: (sample.otherCpuSeconds / sample.seconds) * 100,
+      driver: (sample.driverCpuSeconds / sample.seconds) * 100,
     };
   });
   return {
@@ -233,6 +269,8 @@ function summarise(scenario: string, target: Target, samples: readonly Sample[])
     cpuPercent: median(perRun.map((run) => run.cpu)),
     databaseCpuPercent: median(perRun.map((run) => run.database)),
     otherPercent: median(perRun.map((run) => run.other)),
+    driverPercent: median(perRun.map((run) => run.driver)),
+    loadThreads: Math.max(1, ...samples.map((sample) => sample.threads)),
     peakRssMb: procAvailable ? peakRssMb(target.pids.flatMap(processTree)) : NaN,
     examples: samples.flatMap((s) => s.examples).slice(0, 3),
   };
@@ -296,18 +334,19 @@ async function analyzeDatabases(settings: Settings, targets: readonly Target[]):
   }
 }
 
-function post(path: string, authorization: string, body: string): Request {
-  return { method: 'POST', path, headers: { authorization, 'content-type': FORM }, body };
+/** Token-endpoint POSTs as a `Plan`: data a load-generator thread can take. */
+function tokenPlan(target: Target, path: string, mode: Plan['mode'], bodies: readonly string[], ok: readonly string[], okStatus = 200): Plan {
+  return { mode, path, headers: { authorization: target.authorization, 'content-type': FORM }, bodies, okStatus, ok };
 }
 
 function prepareDeviceAuthorization(settings: Settings, target: Target, scenario = 'device_authorization'): Prepared {
   const path = target.deviceAuthorizationPath;
   if (!path) return { scenario, target, skipped: 'no device authorization endpoint' };
-  return sameRequest(settings, target, scenario, post(path, target.authorization, 'scope=openid%20profile'), '"device_code"');
+  return sameRequest(settings, target, scenario, tokenPlan(target, path, 'same', ['scope=openid%20profile'], ['"device_code"']));
 }
 
-/** One request sent over and over for the run's time; each answer must be 200 with `expected` in its body. */
-function sameRequest(settings: Settings, target: Target, scenario: string, request: ReturnType<typeof post>, expected: string): Prepared {
+/** One request (a `same` plan) sent over and over for the run's time. */
+function sameRequest(settings: Settings, target: Target, scenario: string, plan: Plan): Prepared {
   return {
     scenario,
     target,
@@ -316,8 +355,8 @@ function sameRequest(settings: Settings, target: Target, scenario: string, reque
         url: target.origins,
         connections: settings.connections,
         duration: seconds,
-        next: () => request,
-        classify: (status, body): Verdict => (status === 200 && body.includes(expected) ? 'ok' : 'unexpected'),
+        requests: plan,
+        threads: settings.loadThreads,
         serverPid: target.pids,
         database: target.database,
       }),
@@ -329,8 +368,8 @@ function sameRequest(settings: Settings, target: Target, scenario: string, reque
  * HTTP Basic, no person and no code: what a machine-to-machine caller asks for.
  */
 function prepareClientCredentials(settings: Settings, target: Target): Prepared {
-  const request = post(target.tokenPath, target.authorization, `grant_type=client_credentials&scope=${BENCH_API.scope}`);
-  return sameRequest(settings, target, 'client_credentials', request, '"access_token"');
+  const plan = tokenPlan(target, target.tokenPath, 'same', [`grant_type=client_credentials&scope=${BENCH_API.scope}`], ['"access_token"']);
+  return sameRequest(settings, target, 'client_credentials', plan);
 }
 
 /**
@@ -385,7 +424,11 @@ async function devicePool(target: Target, size: number): Promise<string[]> {
 function preparePoll(settings: Settings, target: Target, scenario: string, codes: readonly string[], dpop?: () => string): Prepared {
   // Codes wait in a queue and go back to its end once answered: polled in turn, and never
   // again while a poll of the same code is still in flight, as a device never does.
-  const idle = codes.map((code) => `grant_type=${encodeURIComponent(DEVICE_GRANT)}&device_code=${encodeURIComponent(code)}`);
+  const bodies = codes.map((code) => `grant_type=${encodeURIComponent(DEVICE_GRANT)}&device_code=${encodeURIComponent(code)}`);
+  const plan: Plan = {
+    ...tokenPlan(target, target.tokenPath, 'queue', bodies, ['"authorization_pending"'], 400),
+    slowDown: { status: 400, includes: '"slow_down"' },
+  };
   const overallRate = settings.deviceInterval > 0 ? Math.max(1, Math.floor(codes.length / (settings.deviceInterval * 1.1))) : undefined;
   return {
     scenario,
@@ -396,21 +439,23 @@ function preparePoll(settings: Settings, target: Target, scenario: string, codes
         connections: settings.connections,
         duration: seconds,
         ...(overallRate === undefined ? {} : { overallRate }),
-        next: (context) => {
-          const body = idle.shift()!;
-          context['body'] = body;
-          const request = post(target.tokenPath, target.authorization, body);
-          return dpop ? { ...request, headers: { ...request.headers, dpop: dpop() } } : request;
-        },
-        answered: (context) => {
-          if (typeof context['body'] === 'string') idle.push(context['body']);
-          context['body'] = undefined;
-        },
-        classify: (status, body): Verdict =>
-          status === 400 && body.includes('"authorization_pending"') ? 'ok' : status === 400 && body.includes('"slow_down"') ? 'slow_down' : 'unexpected',
+        // A DPoP proof is made afresh for each request, by a closure: that load stays on this thread.
+        requests: dpop ? withDpop(fromPlan(plan), dpop) : plan,
+        threads: settings.loadThreads,
         serverPid: target.pids,
         database: target.database,
       }),
+  };
+}
+
+/** The same requests, each carrying a fresh DPoP proof. */
+function withDpop(requests: Custom, dpop: () => string): Custom {
+  return {
+    ...requests,
+    next: (context) => {
+      const request = requests.next(context);
+      return { ...request, headers: { ...request.headers, dpop: dpop() } };
+    },
   };
 }
 
@@ -531,8 +576,8 @@ const EVENTS_ROWS = {
  * (bench/events.ts). The outbox's cost to token responses is the last two rows' difference.
  */
 function prepareEventsFlood(settings: Settings, target: Target, seed: EventFloodSeed, receiver: EventReceiver): Prepared[] {
-  const request = post(target.tokenPath, target.authorization, `grant_type=client_credentials&scope=${BENCH_API.scope}`);
-  const alone = sameRequest(settings, target, EVENTS_ROWS.alone, request, '"access_token"');
+  const plan = tokenPlan(target, target.tokenPath, 'same', [`grant_type=client_credentials&scope=${BENCH_API.scope}`], ['"access_token"']);
+  const alone = sameRequest(settings, target, EVENTS_ROWS.alone, plan);
   const during = (scenario: string, streams: boolean): Prepared => ({
     scenario,
     target,
@@ -560,25 +605,18 @@ function prepareEventsFlood(settings: Settings, target: Target, seed: EventFlood
  * Requests that can each be made once: a batch of bodies made (untimed) by `bodies`, then
  * sent (timed), batch after batch until the run's time is used.
  */
-function onceEach(
-  settings: Settings,
-  target: Target,
-  scenario: string,
-  bodies: () => Promise<string[]>,
-  classify: (status: number, body: string) => Verdict,
-): Prepared {
+function onceEach(settings: Settings, target: Target, scenario: string, bodies: () => Promise<string[]>, ok: readonly string[]): Prepared {
   const run = async (seconds: number): Promise<Sample> => {
     const batches: Sample[] = [];
     let elapsed = 0;
     do {
       const batch = await bodies();
-      let next = 0;
       const sample = await load({
         url: target.origins,
-        connections: Math.min(settings.connections, settings.batch),
-        amount: settings.batch,
-        next: () => post(target.tokenPath, target.authorization, batch[next++ % batch.length]!),
-        classify,
+        connections: Math.min(settings.connections, batch.length),
+        amount: batch.length,
+        requests: tokenPlan(target, target.tokenPath, 'once', batch, ok),
+        threads: settings.loadThreads,
         serverPid: target.pids,
         database: target.database,
       });
@@ -600,7 +638,7 @@ function prepareCodeExchange(settings: Settings, target: Target, scenario = 'cod
       ({ code, verifier }) =>
         `grant_type=authorization_code&code=${encodeURIComponent(code)}&redirect_uri=${encodeURIComponent(target.redirectUri)}&code_verifier=${verifier}`,
     );
-  return onceEach(settings, target, scenario, bodies, (status, body) => (status === 200 && body.includes('"id_token"') ? 'ok' : 'unexpected'));
+  return onceEach(settings, target, scenario, bodies, ['"id_token"']);
 }
 
 /**
@@ -611,9 +649,7 @@ function prepareCodeExchange(settings: Settings, target: Target, scenario = 'cod
 function prepareRefresh(settings: Settings, target: Target): Prepared {
   const bodies = async () =>
     (await target.mintRefreshTokens(settings.batch)).map((token) => `grant_type=refresh_token&refresh_token=${encodeURIComponent(token)}`);
-  return onceEach(settings, target, 'refresh', bodies, (status, body) =>
-    status === 200 && body.includes('"refresh_token"') && body.includes('"id_token"') ? 'ok' : 'unexpected',
-  );
+  return onceEach(settings, target, 'refresh', bodies, ['"refresh_token"', '"id_token"']);
 }
 
 /** Tessera on SQLite with 1,000 and with `--scale` outstanding device codes, the same pool polled in each. */
@@ -655,6 +691,23 @@ const format = {
 };
 
 // Peak RSS is VmHWM in kB over 1,024: MiB.
+/**
+ * At this share of one core the load generator (autocannon, one thread, beside its own
+ * per-request work) is the bottleneck rather than the server: its event loop has no idle
+ * left to send the next request the moment an answer arrives.
+ */
+const DRIVER_BOUND_PERCENT = 90;
+
+/** A heading and a line a row whose load generator was busy enough to set the pace; none when no row was. */
+function generatorBound(rows: readonly Row[]): string[] {
+  const bounded = rows.filter((row) => (row.driverPercent ?? 0) >= DRIVER_BOUND_PERCENT * (row.loadThreads ?? 1));
+  if (bounded.length === 0) return [];
+  return [
+    `the load generator's threads were ${DRIVER_BOUND_PERCENT}% busy or more: the server may have had room for more (the rate is a floor, not its ceiling; try --load-threads):`,
+    ...bounded.map((row) => `${row.scenario} / ${row.target}: ${Math.round(row.driverPercent!)}% over ${row.loadThreads ?? 1} thread(s)`),
+  ];
+}
+
 const COLUMNS = [
   'scenario',
   'server',
@@ -667,11 +720,12 @@ const COLUMNS = [
   'server CPU %',
   'CPU ms/req',
   'database CPU ms/req',
+  'load gen CPU %',
   'peak RSS MiB',
 ];
 
 function cells(row: Row): string[] {
-  if (row.skipped) return [row.scenario, row.target, `(${row.skipped})`, '', '', '', '', '', '', '', '', ''];
+  if (row.skipped) return [row.scenario, row.target, `(${row.skipped})`, '', '', '', '', '', '', '', '', '', ''];
   return [
     row.scenario,
     row.target,
@@ -687,6 +741,7 @@ function cells(row: Row): string[] {
     // PostgreSQL's backends work for the server on the same machine: their CPU per request
     // is the rest of what a request on PostgreSQL costs.
     row.databaseCpuPercent === undefined || Number.isNaN(row.databaseCpuPercent) ? '' : ((row.databaseCpuPercent * 10) / row.rps!).toFixed(3),
+    format.int(row.driverPercent),
     format.int(row.peakRssMb),
   ];
 }
@@ -862,7 +917,9 @@ async function machine(settings: Settings, postgresVersion: string | null): Prom
     postgres: postgresVersion ?? 'not used',
     'oidc-provider': settings.compare ? version(peerPackage) : 'not run',
     autocannon: version(autocannonPackage),
-    settings: `${settings.connections} connections, ${settings.warmup} s warm-up, ${settings.runs} x ${settings.duration} s runs (medians), Tessera workers: ${settings.workers.join(', ')}${settings.instances.length > 0 ? `, PostgreSQL instances: ${settings.instances.join(', ')}` : ''}, device poll interval: ${settings.deviceInterval} s`,
+    // Read back from Linux, not taken from --server-cpus: what the processes really had.
+    'cpus allowed': `servers ${serverCpuLists().join(' / ') || 'n/a'}; load generator ${allowedCpus('self') ?? 'n/a'}`,
+    settings: `${settings.connections} connections, ${settings.loadThreads} load-generator thread${settings.loadThreads === 1 ? '' : 's'}, ${settings.warmup} s warm-up, ${settings.runs} x ${settings.duration} s runs (medians), Tessera workers: ${settings.workers.join(', ')}${settings.instances.length > 0 ? `, PostgreSQL instances: ${settings.instances.join(', ')}` : ''}, device poll interval: ${settings.deviceInterval} s`,
   };
 }
 
@@ -894,7 +951,13 @@ async function main(): Promise<void> {
   mkdirSync(logDir, { recursive: true });
   const cpuProfileDir = settings.cpuProf ? join(results, 'profiles') : null;
   if (cpuProfileDir) mkdirSync(cpuProfileDir, { recursive: true });
-  const options: StartOptions = { workers: settings.workers[0]!, deviceInterval: settings.deviceInterval, cpuProfileDir, logDir };
+  const options: StartOptions = {
+    workers: settings.workers[0]!,
+    deviceInterval: settings.deviceInterval,
+    cpuProfileDir,
+    logDir,
+    serverCpus: settings.serverCpus,
+  };
   const pgVersion = settings.postgres ? await postgresVersion(settings.postgres) : null;
   if (settings.postgres && !pgVersion) note(`PostgreSQL does not answer at ${settings.postgres}: running on SQLite only`);
 
@@ -1055,6 +1118,8 @@ async function main(): Promise<void> {
     lines.push('', 'other work on the machine during the runs (CPU % of one core, neither server nor load generator):');
     for (const row of disturbed) lines.push(`  ${row.scenario} / ${row.target}: ${Math.round(row.otherPercent!)}%`);
   }
+  const bounded = generatorBound(rows);
+  if (bounded.length > 0) lines.push('', bounded[0]!, ...bounded.slice(1).map((line) => `  ${line}`));
   for (const row of rows) {
     if (row.examples && row.examples.length > 0)
       lines.push('', `unexpected answers in ${row.scenario} / ${row.target}:`, ...row.examples.map((example) => `  ${example}`));
@@ -1071,6 +1136,7 @@ async function main(): Promise<void> {
     ...(docs.rows.length > 0 ? ['', 'For docs/benchmarks.md, "Latest figures":', '', markdownTable(docs.header, docs.rows)] : []),
     ...(scale ? ['', scale] : []),
     ...(dpop.length > 0 ? ['', ...dpop] : []),
+    ...(bounded.length > 0 ? ['', bounded[0]!, '', ...bounded.slice(1).map((line) => `- ${line}`)] : []),
     ...(floodNotes.length > 0 ? ['', 'Sign-in flood, per timed run:', '', ...floodNotes.map((note) => `- ${note}`)] : []),
     '',
   ].join('\n');

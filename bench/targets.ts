@@ -67,6 +67,28 @@ export interface StartOptions {
   readonly cpuProfileDir: string | null;
   /** Where the server's output goes. */
   readonly logDir: string;
+  /**
+   * CPUs the servers are kept to (`taskset -c` list), or null: the machine's. On a machine
+   * with cores to spare, keeping the load generator off the servers' cores stops the two
+   * from taking each other's time.
+   */
+  readonly serverCpus: string | null;
+}
+
+/** The CPUs each server started so far may run on, as Linux reports them: what the run really had. */
+const serversCpus = new Set<string>();
+
+export function serverCpuLists(): string[] {
+  return [...serversCpus];
+}
+
+/** `Cpus_allowed_list` of /proc/<pid>/status: the CPUs a process may run on; null off Linux. */
+export function allowedCpus(pid: number | 'self'): string | null {
+  try {
+    return /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? null;
+  } catch {
+    return null;
+  }
 }
 
 export function freePort(): Promise<number> {
@@ -122,7 +144,11 @@ async function spawnServer(
   // --cpu-prof-name (only ${pid} is filled in) would give every thread one file, the last to
   // exit writing over the others.
   if (options.cpuProfileDir) flags.push('--cpu-prof', `--cpu-prof-dir=${join(options.cpuProfileDir, label.replace(/[/ ]/g, '-'))}`);
-  const child = spawn(process.execPath, [...flags, script], {
+  // taskset sets the affinity and then execs node: the pid is the server's own.
+  const [command, args] = options.serverCpus
+    ? ['taskset', ['-c', options.serverCpus, process.execPath, ...flags, script]]
+    : [process.execPath, [...flags, script]];
+  const child = spawn(command, args, {
     cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -146,6 +172,8 @@ async function spawnServer(
     child.once('exit', (code, signal) => fail(new Error(`exited during start (${signal ?? `exit code ${code}`})`)));
   });
   child.removeAllListeners('exit');
+  const cpus = child.pid === undefined ? null : allowedCpus(child.pid);
+  if (cpus) serversCpus.add(cpus);
   return child;
 }
 

@@ -172,6 +172,33 @@ describe('npm run bench (smoke)', () => {
     }
   });
 
+  it('splits a load over two generator threads (--load-threads 2), each code exchanged once, and keeps the servers to the CPUs asked (--server-cpus)', async () => {
+    const { stdout, rows } = await runBench([
+      '--scenario',
+      'code_exchange',
+      '--scenario',
+      'device_poll',
+      '--no-postgres',
+      '--batch',
+      '40',
+      '--pool',
+      '20',
+      '--connections',
+      '6',
+      '--load-threads',
+      '2',
+      '--server-cpus',
+      '0',
+    ]);
+    // A code sent by both threads would be answered invalid_grant the second time: unexpected.
+    const exchanges = cleanRow(rows, 'code_exchange', 'tessera/sqlite', 'every code exchanged once, answered 200 with an ID token');
+    const polls = cleanRow(rows, 'device_poll', 'tessera/sqlite', 'every poll answered authorization_pending');
+    for (const row of [exchanges, polls]) assert.equal((row as BenchRow & { loadThreads?: number }).loadThreads, 2, `${row.scenario}: two threads`);
+    assert.match(stdout, /settings\s+6 connections, 2 load-generator threads/);
+    // Read back from /proc: the servers really ran on CPU 0 alone.
+    assert.match(stdout, /cpus allowed\s+servers 0; load generator /);
+  });
+
   it('writes a CPU profile for each thread of a server with two worker threads (--cpu-prof), in a folder of its target', async () => {
     let folders: Record<string, string[]> = {};
     await runBench(['--scenario', 'device_poll', '--no-postgres', '--workers', '2', '--cpu-prof', '--pool', '20', '--connections', '2'], {

@@ -957,6 +957,7 @@ async function main(): Promise<void> {
     cpuProfileDir,
     logDir,
     serverCpus: settings.serverCpus,
+    batch: settings.batch,
   };
   const pgVersion = settings.postgres ? await postgresVersion(settings.postgres) : null;
   if (settings.postgres && !pgVersion) note(`PostgreSQL does not answer at ${settings.postgres}: running on SQLite only`);

@@ -73,6 +73,8 @@ export interface StartOptions {
    * from taking each other's time.
    */
   readonly serverCpus: string | null;
+  /** Codes or refresh tokens minted a batch (`--batch`): what oidc-provider's in-memory store must hold at once. */
+  readonly batch?: number;
 }
 
 /** The CPUs each server started so far may run on, as Linux reports them: what the run really had. */
@@ -486,6 +488,7 @@ export async function startPeer(options: StartOptions): Promise<Target> {
       BENCH_REDIRECT_URI: REDIRECT_URI,
       BENCH_API: BENCH_API.identifier,
       BENCH_API_SCOPE: BENCH_API.scope,
+      BENCH_STORE_SIZE: String(5 * (options.batch ?? 0)),
       NODE_ENV: 'production',
     },
     options,

@@ -2,7 +2,7 @@
  * The peer the benchmark compares Tessera with: node-oidc-provider 9.x, configured as its
  * README and defaults recommend for the same flows: one confidential client authenticating
  * with client_secret_basic, PKCE required (S256), the device flow feature on, RS256 ID
- * tokens (its default), and its default in-memory adapter. For the client_credentials
+ * tokens (its default), and its default in-memory adapter, sized to hold a batch. For the client_credentials
  * scenario, one API (resource indicators, its documented way to issue JWT access tokens for
  * an API) with one scope, its access tokens RS256 JWTs as Tessera's are for an API. For the
  * refresh scenario, refresh tokens rotated at every use, as Tessera rotates them. Started
@@ -14,6 +14,8 @@
  */
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
+import MemoryAdapter from 'oidc-provider/lib/adapters/memory_adapter.js';
+import LRU from 'oidc-provider/lib/helpers/lru.js';
 
 const port = Number(process.env.PORT);
 const issuer = `http://127.0.0.1:${port}`;
@@ -23,10 +25,18 @@ const redirectUri = process.env.BENCH_REDIRECT_URI;
 const api = process.env.BENCH_API;
 const apiScope = process.env.BENCH_API_SCOPE;
 
+// The default adapter keeps its last 1,000 entries (an LRU). A batch of N exchanges holds 3N:
+// the grants, the codes and the access tokens they become; a batch larger than about 300
+// then lost codes to eviction before they were used. The bench gives the same adapter a
+// store sized to its batch (BENCH_STORE_SIZE, never below the default).
+const store = new LRU({ maxSize: Math.max(1000, Number(process.env.BENCH_STORE_SIZE) || 0) });
+const adapter = (model) => new MemoryAdapter(model, store);
+
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const signingKey = { ...privateKey.export({ format: 'jwk' }), kid: 'bench-rs256', alg: 'RS256', use: 'sig' };
 
 const provider = new Provider(issuer, {
+  adapter,
   clients: [
     {
       client_id: clientId,

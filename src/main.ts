@@ -106,6 +106,23 @@ export async function prepareKeys(config: Config, store: Store, encryption: KeyE
   return keys;
 }
 
+/**
+ * The main thread's own part when it only writes (`startThreads` from `WRITER_ONLY_FROM`
+ * workers): the purge, which a server of its own ran otherwise. Draining it is stopping it:
+ * the writer keeps answering the threads' writes until every thread has drained.
+ */
+function purgeOnly(store: Store, config: Config): Pick<RunningServer, 'close' | 'drain'> {
+  const stopPurge = schedulePurge(
+    store,
+    (error) => process.stderr.write(`tessera: purge failed: ${error instanceof Error ? error.message : String(error)}\n`),
+    Math.random,
+    purgeRetention(config),
+  );
+  let stopped: Promise<void> | null = null;
+  const close = () => (stopped ??= stopPurge());
+  return { close, drain: close };
+}
+
 /** The retention settings of the purge (schedulePurge). */
 function purgeRetention(config: Config): PurgeRetention {
   return {
@@ -608,26 +625,44 @@ export interface ThreadedServer {
 
 /** What a worker thread tells the main thread (src/thread.ts). */
 export type ThreadMessage =
+  /** It listens, and waits for `released` before it says it serves. */
+  | { readonly type: 'bound' }
   | { readonly type: 'listening' }
   | { readonly type: 'refused'; readonly text: string }
   | { readonly type: 'metrics'; readonly id: number; readonly value: MetricObjectWithValues<MetricValue<string>>[] };
 
 /** What the main thread asks of a worker thread. */
-export type ThreadCommand = { readonly type: 'metrics'; readonly id: number } | { readonly type: 'drain' | 'close' };
+export type ThreadCommand =
+  | { readonly type: 'metrics'; readonly id: number }
+  | { readonly type: 'drain' | 'close' }
+  /** No socket that never answers is left on the port (PORT=0): the thread may say it serves. */
+  | { readonly type: 'released' };
+
+/**
+ * From this many workers on, the main thread only writes: it serves no connection, and
+ * `TESSERA_WORKERS` worker threads serve. Every thread's writes wait for the main thread's
+ * turn, and while it served a share of the connections too, each of its turns was as long
+ * as that share's requests made it. On a 16-core Intel Xeon (docs/benchmarks.md, "The main
+ * thread as the writer alone"), the writer alone answered 1.36x the code exchanges with 4
+ * serving threads and 1.24x with 8, and 1.28x and 1.18x the device authorizations, at the
+ * same CPU per request. With 2 the main thread serves too: on two cores a writer thread of
+ * its own cost a quarter more CPU per device authorization.
+ */
+export const WRITER_ONLY_FROM = 4;
 
 /**
  * `config.workers` servers in this process, on an SQLite file: the main thread prepares the
- * store (migrations, signing keys), owns the one connection that writes, whose group commit
- * commits the writes of every thread that arrive in one of its turns together, and serves
- * from it; `config.workers - 1` worker threads each build the app, listen on the same port
- * (SO_REUSEPORT: the kernel deals the connections out), read on a connection of their own
- * and send their writes to the writer over a MessagePort. One connection writing keeps its
- * page cache, where each process's connection threw it away at every other process's commit
- * (docs/benchmarks.md); the main thread serving too, rather than only writing, leaves one
- * JavaScript thread a server, as processes had (a writer thread of its own cost a quarter
- * more CPU per device authorization on two cores). A thread that dies is replaced; one that
- * dies before it listened stops the start, as its replacement would fail the same way. The
- * purge runs in the main thread, once.
+ * store (migrations, signing keys) and owns the one connection that writes, whose group
+ * commit commits the writes of every thread that arrive in one of its turns together; worker
+ * threads each build the app, listen on the same port (SO_REUSEPORT: the kernel deals the
+ * connections out), read on a connection of their own and send their writes to the writer
+ * over a MessagePort. One connection writing keeps its page cache, where each process's
+ * connection threw it away at every other process's commit (docs/benchmarks.md). Below
+ * `WRITER_ONLY_FROM` workers the main thread serves too, from the writer's own store, beside
+ * `config.workers - 1` threads: one JavaScript thread fewer, as processes had. From it on,
+ * the main thread only writes and `config.workers` threads serve. A thread that dies is
+ * replaced; one that dies before it listened stops the start, as its replacement would fail
+ * the same way. The purge runs in the main thread, once.
  */
 export async function startThreads(settings: Config): Promise<ThreadedServer> {
   const location = parseDatabase(settings.database);
@@ -710,15 +745,22 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
       if (server) server.close(() => resolve());
       else resolve();
     });
-  // The main thread serves too, from the writer's own store (its writes need no channel),
-  // and runs the purge; `config.workers - 1` worker threads beside it.
+  // Below WRITER_ONLY_FROM, the main thread serves too, from the writer's own store (its
+  // writes need no channel), and its server runs the purge; `config.workers - 1` worker
+  // threads beside it. From it on, `config.workers` threads serve and the main thread
+  // only writes, and runs the purge itself.
+  const writerServes = config.workers < WRITER_ONLY_FROM;
+  const threadCount = writerServes ? config.workers - 1 : config.workers;
   let mainRegistry: Registry | null = null;
-  let own: RunningServer;
+  let own: Pick<RunningServer, 'close' | 'drain'>;
   try {
-    // The held port is let go of once the main thread listens on it too, before any thread says
-    // it serves: the kernel deals a connection to any socket on the port (SO_REUSEPORT), and
-    // the held one, which never answers, would reset those dealt to it when it closed.
-    own = await startServer(config, undefined, { store: writer.store, metrics: (registry) => (mainRegistry = registry), listening: letGo });
+    // The held port is let go of once a server of this process listens on it too, before any
+    // thread says it serves: the kernel deals a connection to any socket on the port
+    // (SO_REUSEPORT), and the held one, which never answers, would reset those dealt to it
+    // when it closed. A worker thread asks for it (`bound`) and waits (`released`).
+    own = writerServes
+      ? await startServer(config, undefined, { store: writer.store, metrics: (registry) => (mainRegistry = registry), listening: letGo })
+      : purgeOnly(writer.store, config);
   } catch (error) {
     await letGo();
     await release();
@@ -766,9 +808,10 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     });
     exits.add(exited);
     worker.on('message', (message: ThreadMessage) => {
-      if (message.type === 'listening') {
+      if (message.type === 'bound') void letGo().then(() => worker.postMessage({ type: 'released' } satisfies ThreadCommand));
+      else if (message.type === 'listening') {
         state.listening = true;
-        if (!serving && [...live.values()].filter((each) => each.listening).length >= config.workers - 1) {
+        if (!serving && [...live.values()].filter((each) => each.listening).length >= threadCount) {
           serving = true;
           started();
         }
@@ -794,7 +837,7 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     await new Promise<void>((resolve, reject) => {
       started = resolve;
       failStart = reject;
-      for (let i = 1; i < config.workers; i += 1) start();
+      for (let i = 0; i < threadCount; i += 1) start();
     });
   } catch (error) {
     stopping = true;

@@ -19,6 +19,7 @@ import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
 import { BEFORE_OUTBOX_CURSORS, checkOutboxCursorsUpgrade } from './outbox-upgrade.ts';
 import { deviceClient, pendingCode, pendingDevice } from './fixtures.ts';
 import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
+import { within } from '../helpers/wait.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
@@ -336,6 +337,48 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it('rolls back a transaction whose thread went away while it waited to begin: the writes after it still commit', async () => {
+    const path = join(dir, 'gone-thread.db');
+    const writer = openSqliteWriter(path);
+    const first = new MessageChannel();
+    const forgetFirst = writer.accept(first.port1);
+    const holder = openSqliteThreadStore(path, first.port2);
+    const second = new MessageChannel();
+    const forgetSecond = writer.accept(second.port1);
+    const leaver = openSqliteThreadStore(path, second.port2);
+    try {
+      // One thread holds a transaction open; another asks for one, which waits its turn behind it.
+      let begun = () => {};
+      const holding = new Promise<void>((resolve) => (begun = resolve));
+      let end = () => {};
+      const held = holder.transaction(() => {
+        begun();
+        return new Promise<void>((resolve) => (end = resolve));
+      });
+      await holding;
+      const waiting = leaver
+        .transaction(async () => {})
+        .then(
+          () => 'began',
+          () => 'refused',
+        );
+      // Its `begin` reaches the writer (sent at the end of this thread's turn), then the thread is gone.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      forgetSecond();
+      end();
+      await held;
+      assert.equal(await waiting, 'refused', 'the thread that went away is told nothing more than that its store is gone');
+      // Had the second transaction begun for a thread that can no longer end it, this write would wait for ever.
+      await within(writer.store.clients.create(deviceClient('client-after-gone', T0)), 'a write after the thread went away to commit', 5000);
+    } finally {
+      await leaver.close();
+      await holder.close();
+      forgetFirst();
+      // Closing waits for the open transaction too: with it stuck, the failure above is the report.
+      await within(writer.store.close(), 'the writer to close', 5000).catch(() => {});
     }
   });
 

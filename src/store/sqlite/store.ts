@@ -94,6 +94,7 @@ export function openSqliteWriter(path: string): SqliteWriter {
   const accept = (port: MessagePort): (() => void) => {
     /** This thread's open transaction: how it ends, and its outcome once it has. */
     const open = new Map<number, { end: (ok: boolean) => void; ended: Promise<unknown> }>();
+    let gone = false;
     answerRequests(port, (request) => {
       switch (request.op) {
         case 'one':
@@ -116,6 +117,9 @@ export function openSqliteWriter(path: string): SqliteWriter {
             const ended = store.transaction(
               () =>
                 new Promise<void>((commit, rollBack) => {
+                  // A `begin` waits its turn behind other transactions: a thread gone by then
+                  // would never end this one, and every write after it would wait for ever.
+                  if (gone) return rollBack(ENDED_BY_THREAD);
                   open.set(tx, { end: (ok) => (ok ? commit() : rollBack(ENDED_BY_THREAD)), ended });
                   begun(tx);
                 }),
@@ -139,6 +143,7 @@ export function openSqliteWriter(path: string): SqliteWriter {
       }
     });
     return () => {
+      gone = true;
       port.close();
       for (const transaction of open.values()) transaction.end(false);
       open.clear();

@@ -187,14 +187,20 @@ for (const workers of [2, 4]) {
   describe(`tessera serve --workers ${workers} on a port it picks (PORT=0)`, () => {
     it('answers every connection from the first line that says it serves: no socket is left on the port that never answers', async (t) => {
       const dir = mkdtempSync(join(tmpdir(), 'tessera-workers-port-'));
-      t.after(() => rmSync(dir, { recursive: true, force: true }));
+      let serving: ServingCommand | undefined;
+      // One hook, in this order: a server still starting its threads writes files into the
+      // folder, and removed first, the folder was found not empty.
+      t.after(async () => {
+        await serving?.stop();
+        rmSync(dir, { recursive: true, force: true });
+      });
       // Resolved at the first line, while the other threads may still be starting.
-      const serving = await serveTessera(['--workers', String(workers)], { TESSERA_DATABASE: join(dir, 'tessera.db') }, 1);
-      t.after(() => serving.stop());
+      serving = await serveTessera(['--workers', String(workers)], { TESSERA_DATABASE: join(dir, 'tessera.db') }, 1);
+      const { url } = serving;
       // The kernel deals each connection to one of the sockets listening on the port (SO_REUSEPORT):
       // of twenty at once, some would have reached a socket that never answers, had one been left.
       const statuses = await Promise.all(
-        Array.from({ length: 20 }, () => request(`${serving.url}/.well-known/openid-configuration`).then((response) => response.status)),
+        Array.from({ length: 20 }, () => request(`${url}/.well-known/openid-configuration`).then((response) => response.status)),
       );
       assert.deepEqual(statuses, Array(20).fill(200));
     });

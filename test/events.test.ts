@@ -4,12 +4,9 @@
  * the address, and never a secret. /account shows a person their own sign-ins and approvals.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
-import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
+import { outputMatches, runTessera, serveOnNewDatabase } from './helpers/cli.ts';
 import { BrowserAt, DEVICE_GRANT, startDevice, text } from './helpers/device.ts';
 import { OFFLINE_SCOPES, withRefresh } from './helpers/lifecycle.ts';
 import { basic, postForm, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
@@ -217,13 +214,7 @@ describe('audit events (tessera events, /account)', () => {
 
 describe('audit events in the log', () => {
   it('writes each event as one JSON line, without the password', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'tessera-events-log-'));
-    let serving: ServingCommand | undefined;
-    t.after(async () => {
-      await serving?.stop();
-      rmSync(dir, { recursive: true, force: true });
-    });
-    serving = await serveTessera([], { TESSERA_DATABASE: join(dir, 'tessera.db') });
+    const serving = await serveOnNewDatabase(t, 'tessera-events-log-');
     const browser = new FormBrowser(serving.url);
     const page = await browser.follow(await browser.request('/login'));
     await browser.submit(page, '/login', { username: 'nobody', password: 'hunter2 is my password' });

@@ -3,11 +3,8 @@
  * exactly what happened, as a scrape shows them.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
@@ -15,7 +12,7 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protoco
 import type { RunningServer } from '../src/main.ts';
 import { openStore } from '../src/store/open.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
+import { outputMatches, runTessera, serveOnNewDatabase } from './helpers/cli.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { pkceRequest } from './helpers/fixtures.ts';
 import { startMainServer } from './helpers/main-server.ts';
@@ -158,13 +155,7 @@ describe('the metrics listener', () => {
 
 describe('metrics with several workers', () => {
   it('are served by the main thread, summed over the worker threads', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'tessera-metrics-workers-'));
-    let serving: ServingCommand | undefined;
-    t.after(async () => {
-      await serving?.stop();
-      rmSync(dir, { recursive: true, force: true });
-    });
-    serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_METRICS_PORT: '0' }, 2);
+    const serving = await serveOnNewDatabase(t, 'tessera-metrics-workers-', ['--workers', '2'], { TESSERA_METRICS_PORT: '0' }, 2);
     // Said once every thread serves: after the threads' own lines, which serveTessera waits for.
     await outputMatches(serving, /metrics at \S+/);
     const metricsUrl = /metrics at (\S+)/.exec(serving.output().stdout)?.[1];

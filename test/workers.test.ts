@@ -15,7 +15,7 @@ import { loadConfig } from '../src/config/index.ts';
 import { startThreads } from '../src/main.ts';
 import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
-import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
+import { runTessera, serveOnNewDatabase, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { basic, REDIRECT_URI } from './helpers/server.ts';
 import { approvedGrant, pendingCode, clientRecord } from './store/fixtures.ts';
 import { until, WAIT_MS } from './helpers/wait.ts';
@@ -186,17 +186,8 @@ describe('tessera serve --workers 2', () => {
 for (const workers of [2, 4]) {
   describe(`tessera serve --workers ${workers} on a port it picks (PORT=0)`, () => {
     it('answers every connection from the first line that says it serves: no socket is left on the port that never answers', async (t) => {
-      const dir = mkdtempSync(join(tmpdir(), 'tessera-workers-port-'));
-      let serving: ServingCommand | undefined;
-      // One hook, in this order: a server still starting its threads writes files into the
-      // folder, and removed first, the folder was found not empty.
-      t.after(async () => {
-        await serving?.stop();
-        rmSync(dir, { recursive: true, force: true });
-      });
       // Resolved at the first line, while the other threads may still be starting.
-      serving = await serveTessera(['--workers', String(workers)], { TESSERA_DATABASE: join(dir, 'tessera.db') }, 1);
-      const { url } = serving;
+      const { url } = await serveOnNewDatabase(t, 'tessera-workers-port-', ['--workers', String(workers)]);
       // The kernel deals each connection to one of the sockets listening on the port (SO_REUSEPORT):
       // of twenty at once, some would have reached a socket that never answers, had one been left.
       const statuses = await Promise.all(

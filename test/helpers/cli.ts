@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { TestContext } from 'node:test';
 import { run } from '../../src/cli/main.ts';
 import { TEST_ENV } from './server.ts';
 import { WAIT_MS, within } from './wait.ts';
@@ -83,6 +86,29 @@ export interface ServingCommand extends RunningCommand {
   readonly url: string;
   /** Stops it with SIGTERM and waits for it to exit (a minute at most); resolves with the exit code. */
   stop(): Promise<number | null>;
+}
+
+/**
+ * `serveTessera` for one test `t`, on a new SQLite file in a folder of its own: when the test
+ * ends, the server is stopped and then the folder removed, in one hook and in that order (a
+ * server still starting its threads writes into the folder, which removed first was found
+ * not empty).
+ */
+export async function serveOnNewDatabase(
+  t: TestContext,
+  prefix: string,
+  args: readonly string[] = [],
+  env: Readonly<Record<string, string>> = {},
+  servers = 1,
+): Promise<ServingCommand> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  let serving: ServingCommand | undefined;
+  t.after(async () => {
+    await serving?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  serving = await serveTessera(args, { TESSERA_DATABASE: join(dir, 'tessera.db'), ...env }, servers);
+  return serving;
 }
 
 /**

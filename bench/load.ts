@@ -237,18 +237,13 @@ function shares(total: number, count: number): number[] {
   return Array.from({ length: count }, (_, i) => Math.floor(total / count) + (i < total % count ? 1 : 0));
 }
 
-/** A plan's part for each thread: its connections, and its own slice of the bodies where each is used once or queued. */
+/** A plan's part for each thread: its connections, and its own share of the bodies where each is used once or queued. */
 function split(spec: LoadSpec, plan: Plan, threads: number): { part: Part; plan: Plan }[] {
   const connections = shares(spec.connections, threads);
-  const slices =
-    plan.mode === 'same'
-      ? connections.map(() => plan.bodies)
-      : plan.mode === 'once'
-        ? (() => {
-            let at = 0;
-            return shares(spec.amount ?? plan.bodies.length, threads).map((size) => plan.bodies.slice(at, (at += size)));
-          })()
-        : connections.map((_, t) => plan.bodies.filter((_, i) => i % threads === t));
+  // `same`: every thread sends the one body. Otherwise each thread takes every threads-th
+  // body, so that no body is sent by two threads, nor queued in two.
+  const bodies = plan.mode === 'once' ? plan.bodies.slice(0, spec.amount ?? plan.bodies.length) : plan.bodies;
+  const slices = connections.map((_, t) => (plan.mode === 'same' ? bodies : bodies.filter((_, i) => i % threads === t)));
   return connections.map((share, t) => ({
     part: {
       url: spec.url,

@@ -300,6 +300,41 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     }
   });
 
+  it('reads a code and a refresh token with their grant and user in one statement, still right after another connection added a column to the grants', async () => {
+    const path = join(dir, 'joined.db');
+    const store = openSqliteStore(path);
+    try {
+      const { code, grant, user } = await seed(store, 'joined');
+      const token = {
+        hash: 'refresh-joined',
+        grantId: grant.id,
+        clientId: grant.clientId,
+        userId: user.id,
+        scope: ['openid', 'offline_access'],
+        authTime: T0,
+        sid: null,
+        createdAt: T0,
+        expiresAt: T0 + 60 * MINUTE,
+        rotatedAt: null,
+        dpopJkt: null,
+        idTokenClaims: [],
+      };
+      await store.refreshTokens.create(token);
+      const before = { code: await store.codes.findForExchange(code.hash), token: await store.refreshTokens.findForRefresh(token.hash) };
+      assert.deepEqual(before.code, { code, grant: await store.grants.get(grant.id), user: await store.users.get(user.id) });
+      assert.deepEqual(before.token?.user, before.code?.user);
+      // `SELECT *` of the joined read is expanded again when SQLite re-prepares it: the users'
+      // columns now come one place later in the row than when it was first prepared.
+      const other = new DatabaseSync(path);
+      other.exec("ALTER TABLE grants ADD COLUMN added_by_a_later_version TEXT NOT NULL DEFAULT 'x'");
+      other.close();
+      assert.deepEqual(await store.codes.findForExchange(code.hash), before.code);
+      assert.deepEqual(await store.refreshTokens.findForRefresh(token.hash), before.token);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('reads a client again once it changed, whichever connection changed it, though it keeps the records it read', async () => {
     const path = join(dir, 'client-records.db');
     const [a, b] = [openSqliteStore(path), openSqliteStore(path)];

@@ -62,7 +62,8 @@ export function codesStatements(d: Dialect) {
 
 /**
  * The code stores over `q`. `findForExchange` here is three reads (the code, then its grant
- * and user); `redeem` is its statements one after another, atomic as it promises only inside
+ * and user), as a transaction reads them; each store reads them in one statement at the top
+ * level (sqlite/joined.ts, postgres/store.ts). `redeem` is its statements one after another, atomic as it promises only inside
  * a transaction, which is where this form of it runs: each store gives its own at the top
  * level (SQLite one write of the group commit, PostgreSQL one statement).
  */

@@ -113,7 +113,8 @@ export async function grantAndUserOf(
 
 /**
  * The refresh and access token stores over `q`. `findForRefresh` here is three reads (the
- * token, then its grant and user); `rotateWith` is its statements one after another, atomic
+ * token, then its grant and user), as a transaction reads them; each store reads them in one
+ * statement at the top level (sqlite/joined.ts, postgres/store.ts). `rotateWith` is its statements one after another, atomic
  * as it promises only inside a transaction, which is where this form of it runs: each store
  * gives its own at the top level (SQLite one write of the group commit, PostgreSQL one
  * statement a turn).

@@ -8,7 +8,7 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type { MessagePort } from 'node:worker_threads';
-import { CorruptRowError, integer, jsonObject, stringList, text } from '../rows.ts';
+import { CorruptRowError, integer, jsonObject, stringList, text, type ColumnReader } from '../rows.ts';
 import { codeFromRow } from '../sql/codes.ts';
 import { followUpWrites, refreshTokenFromRow } from '../sql/tokens.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
@@ -16,6 +16,7 @@ import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
 import { DuplicateError, MissingReferenceError, type ClientRecord, type Store, type Stores } from '../types.ts';
 import { GroupCommit, isWriteSql } from './group-commit.ts';
+import { exchangeReader, FIND_FOR_EXCHANGE, FIND_FOR_REFRESH, refreshReader } from './joined.ts';
 import { answerRequests, WriterLink } from './link.ts';
 import { migrateSqlite } from './migrate.ts';
 import { storeError } from './unavailable.ts';
@@ -246,8 +247,13 @@ function preparedStatements(db: DatabaseSync) {
 const bind = (params: Params) => params as Record<string, SQLInputValue>;
 
 function execute<T>(statement: StatementSync, run: (statement: StatementSync) => T): T {
+  return guarded(() => run(statement));
+}
+
+/** `run`'s failure as the store's own errors: unavailable, duplicate, a missing reference. */
+function guarded<T>(run: () => T): T {
   try {
-    return run(statement);
+    return run();
   } catch (error) {
     throw constraintError(storeError(error));
   }
@@ -335,10 +341,11 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
     );
 
   const { clients, forgetClients } = keptClients(db, stores.clients);
+  const { forExchange, forRefresh } = joinedReads(db);
   const store: Store = {
     ...stores,
-    codes: { ...stores.codes, redeem },
-    refreshTokens: { ...stores.refreshTokens, rotateWith },
+    codes: { ...stores.codes, redeem, findForExchange: (hash) => batch.outside(() => forExchange(hash)) },
+    refreshTokens: { ...stores.refreshTokens, rotateWith, findForRefresh: (hash) => batch.outside(() => forRefresh(hash)) },
     clients,
     transaction: (work) => batch.transaction(() => work(tx)).finally(forgetClients),
     purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs).finally(forgetClients),
@@ -411,6 +418,22 @@ function keptClients(db: DatabaseSync, read: Store['clients']): { clients: Store
   return { clients, forgetClients };
 }
 
+/**
+ * A code with its grant and user, a refresh token with its grant and user: each one read
+ * (sqlite/joined.ts), prepared at first use as the named statements are.
+ */
+function joinedReads(db: DatabaseSync) {
+  const lazily = <R>(sql: string, reader: (statement: StatementSync, read: ColumnReader) => (hash: string) => R) => {
+    let readHash: ((hash: string) => R) | undefined;
+    return (hash: string): R =>
+      guarded(() => {
+        readHash ??= reader(db.prepare(sql), sqliteDialect.read);
+        return readHash(hash);
+      });
+  };
+  return { forExchange: lazily(FIND_FOR_EXCHANGE, exchangeReader), forRefresh: lazily(FIND_FOR_REFRESH, refreshReader) };
+}
+
 /** See `openSqliteThreadStore`. */
 function sqliteThreadStore(db: DatabaseSync, link: WriterLink): Store {
   const { texts, prepared, preparedText } = preparedStatements(db);
@@ -451,10 +474,19 @@ function sqliteThreadStore(db: DatabaseSync, link: WriterLink): Store {
     if (!outcome.ok) throw outcome.error;
     return outcome.value;
   };
+  const { forExchange, forRefresh } = joinedReads(db);
   return {
     ...stores,
-    codes: { ...stores.codes, redeem: (...args) => link.call({ op: 'redeem', args }) },
-    refreshTokens: { ...stores.refreshTokens, rotateWith: (...args) => link.call({ op: 'rotateWith', args }) },
+    codes: {
+      ...stores.codes,
+      redeem: (...args) => link.call({ op: 'redeem', args }),
+      findForExchange: async (hash) => forExchange(hash),
+    },
+    refreshTokens: {
+      ...stores.refreshTokens,
+      rotateWith: (...args) => link.call({ op: 'rotateWith', args }),
+      findForRefresh: async (hash) => forRefresh(hash),
+    },
     clients,
     transaction,
     purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs).finally(forgetClients),

@@ -773,16 +773,19 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
 
       it('redeems the codes of one turn each by its own rules (PostgreSQL redeems them in one statement)', async () => {
-        const [good, late, wrongChallenge, bound, boundWrongKey, spent] = [
+        const [good, late, wrongChallenge, bound, boundWrongKey, spent, revoked] = [
           await givenCode(),
           await givenCode(),
           await givenCode(),
           await givenCode({ dpopJkt: 'jkt-1' }),
           await givenCode({ dpopJkt: 'jkt-2' }),
           await givenCode(),
+          await givenCode(),
         ];
         await store.codes.consume(spent.hash, bindingOf(spent), T0 + SECOND);
+        await store.grants.revoke(revoked.grantId, T0);
         const results = await Promise.all([
+          store.codes.consume(revoked.hash, bindingOf(revoked), T0 + SECOND),
           store.codes.consume(good.hash, bindingOf(good), T0 + SECOND),
           store.codes.consume(late.hash, bindingOf(late), late.expiresAt),
           store.codes.consume(wrongChallenge.hash, { ...bindingOf(wrongChallenge), codeChallenge: 'another-challenge' }, T0 + SECOND),
@@ -791,8 +794,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           store.codes.consume(spent.hash, bindingOf(spent), T0 + 2 * SECOND),
           store.codes.consume('no-such-code', bindingOf(good), T0 + SECOND),
         ]);
-        assert.deepEqual(results, [{ ...good, consumedAt: T0 + SECOND }, null, null, { ...bound, consumedAt: T0 + 2 * SECOND }, null, null, null]);
-        for (const untouched of [late, wrongChallenge, boundWrongKey]) assert.deepEqual(await store.codes.find(untouched.hash), untouched);
+        assert.deepEqual(results, [null, { ...good, consumedAt: T0 + SECOND }, null, null, { ...bound, consumedAt: T0 + 2 * SECOND }, null, null, null]);
+        for (const untouched of [late, wrongChallenge, boundWrongKey, revoked]) assert.deepEqual(await store.codes.find(untouched.hash), untouched);
       });
 
       it('gives a code to exactly one of 20 concurrent redeemers', async () => {
@@ -868,6 +871,19 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.sessions.takeClients('sid-redeemed'), [code.clientId]);
       });
 
+      it('neither consumes nor redeems a code whose grant is revoked, and writes nothing that would follow', async () => {
+        const code = await givenCode();
+        await store.grants.revoke(code.grantId, T0);
+        const refreshToken = refreshFor(code);
+        const writes = { activeUntil: T0 + HOUR, refreshToken, event: redeemedEvent(code) };
+        assert.equal(await store.codes.consume(code.hash, bindingOf(code), T0 + SECOND), null);
+        assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, writes), null);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.equal((await store.grants.get(code.grantId))?.lastUsedAt, null);
+        assert.equal(await store.refreshTokens.find(refreshToken.hash), null);
+        assert.deepEqual(await store.events.list({ clientId: code.clientId, limit: 10 }), []);
+      });
+
       it('writes nothing for a code whose binding does not match, and leaves it unconsumed', async () => {
         const code = await givenCode();
         const refreshToken = refreshFor(code);
@@ -901,13 +917,6 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.codes.find(code.hash), code);
         assert.deepEqual(await store.events.list({ clientId: code.clientId, limit: 10 }), []);
         assert.ok(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR }));
-      });
-
-      it('records no use on a revoked grant, and still redeems its code', async () => {
-        const code = await givenCode();
-        await store.grants.revoke(code.grantId, T0);
-        assert.ok(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR }));
-        assert.equal((await store.grants.get(code.grantId))?.lastUsedAt, null);
       });
 
       it('redeems the codes of one turn each by its own rules, and one of them failing fails it alone', async () => {

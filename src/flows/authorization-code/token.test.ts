@@ -12,6 +12,8 @@ import { hashSecret, randomToken, s256 } from '../../core/crypto.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { refreshTokenGrant } from '../refresh/token.ts';
+import { setUserDisabled } from '../users.ts';
+import type { OAuthError } from '../../core/errors.ts';
 import type { DpopProof } from '../dpop/proof.ts';
 import { authorizationCodeGrant } from './token.ts';
 import { approvedGrant } from '../../../test/store/fixtures.ts';
@@ -48,14 +50,24 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
    * callback and the challenge of a fresh verifier (none with `challenge: false`).
    */
   async function issued(
-    options: { client?: ClientRecord; user?: UserRecord; challenge?: boolean; dpopJkt?: string; sid?: string; verifier?: string; scope?: string[] } = {},
+    options: {
+      client?: ClientRecord;
+      user?: UserRecord;
+      challenge?: boolean;
+      dpopJkt?: string;
+      sid?: string;
+      verifier?: string;
+      scope?: string[];
+      /** Another code of this grant (a remembered approval gives each new code the same grant). */
+      grantId?: string;
+    } = {},
   ): Promise<Issued> {
     const client = options.client ?? app;
     const user = options.user ?? ada;
     const now = world.clock.now();
-    const grantId = randomUUID();
+    const grantId = options.grantId ?? randomUUID();
     const scope = options.scope ?? SCOPE;
-    await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope }, now));
+    if (options.grantId === undefined) await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope }, now));
     const code = randomToken(32);
     const verifier = options.verifier ?? randomToken(32);
     await world.store.codes.create({
@@ -143,23 +155,50 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
   it('refuses a spent, an expired, a revoked-grant code and one of a disabled person with invalid_grant', async () => {
     const spent = await issued();
     await redeem(spent);
-    const expired = await issued();
+    // Each refused while it is still fresh: an expired code would be refused for its age alone.
     const revoked = await issued();
     await world.store.grants.revoke(revoked.grantId, world.clock.now());
     const grace = await world.addUser({ username: 'grace' });
     const disabled = await issued({ user: grace });
     await world.store.users.setDisabled(grace.id, true);
+    for (const [what, code, why] of [
+      ['spent', spent, /already been used/],
+      // RFC 6749 §5.2: invalid_grant when the authorization grant is "revoked".
+      ['revoked grant', revoked, /revoked/],
+      ['disabled person', disabled, /not active/],
+    ] as const) {
+      await assert.rejects(redeem(code), (error: OAuthError) => error.code === 'invalid_grant' && why.test(error.message), what);
+    }
+    const expired = await issued();
     world.clock.advance(world.config.lifetimes.authorizationCode * 1000);
     assert.equal(await outcome(() => redeem(expired)), 'invalid_grant', 'expired: RFC 6749 §4.1.2, short-lived');
     const fresh = await issued();
     world.clock.advance(world.config.lifetimes.authorizationCode * 1000 - 1);
     assert.ok((await redeem(fresh)).access_token, 'a moment before it expires');
-    for (const [what, code] of [
-      ['spent', spent],
-      ['revoked grant', revoked],
-      ['disabled person', disabled],
-    ] as const) {
-      assert.equal(await outcome(() => redeem(code)), 'invalid_grant', what);
+  });
+
+  it('refuses every code of a grant revoked by the replay of another of its codes (one remembered grant, several codes)', async () => {
+    const first = await issued();
+    const second = await issued({ grantId: first.grantId });
+    await redeem(first);
+    assert.equal(await outcome(() => redeem(first)), 'invalid_grant', 'the replay');
+    assert.notEqual((await world.store.grants.get(first.grantId))?.revokedAt, null, 'the replay revoked the grant');
+    await assert.rejects(redeem(second), (error: OAuthError) => error.code === 'invalid_grant' && /revoked/.test(error.message));
+  });
+
+  it('issues no ID token to a person disabled between the read of the code and its redemption', async () => {
+    const grace = await world.addUser({ username: 'grace-later' });
+    const code = await issued({ user: grace });
+    const redeemStore = world.store.codes.redeem;
+    // Disabling a person revokes their grants in the same transaction (flows/users.ts).
+    world.store.codes.redeem = async (...args) => {
+      await setUserDisabled(world.deps, grace, true);
+      return redeemStore(...args);
+    };
+    try {
+      assert.equal(await outcome(() => redeem(code)), 'invalid_grant');
+    } finally {
+      world.store.codes.redeem = redeemStore;
     }
   });
 

@@ -58,6 +58,10 @@ async function refuse(
     });
     throw new OAuthError('invalid_grant', 'authorization code has already been used');
   }
+  // RFC 6749 §5.2: invalid_grant when the grant is "revoked": by its person, an operator, the
+  // person's account disabled, or the replay of another code of the grant.
+  const grant = await deps.store.grants.get(found.grantId);
+  if (grant !== null && grant.revokedAt !== null) throw new OAuthError('invalid_grant', 'the authorization was revoked');
   if (found.expiresAt <= now) throw new OAuthError('invalid_grant', 'authorization code has expired');
   if (found.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
   // RFC 9449 §10: "the authorization server MUST ensure that the DPoP proof used at the
@@ -116,7 +120,7 @@ export const authorizationCodeGrant: TokenGrant = {
     const codeChallenge = verifier === undefined ? '' : s256(verifier);
     const binding = { clientId: client.id, redirectUri, codeChallenge, dpopJkt: proof?.jkt ?? null };
     const person = found?.user;
-    if (target && unredeemed && person && !person.disabled && found.grant) {
+    if (target && unredeemed && person && !person.disabled && found.grant && found.grant.revokedAt === null) {
       const issuance = issuanceOf(unredeemed, client, person, target, proof?.jkt ?? null);
       const plan = deps.tokens.plan(issuance, found.grant);
       const event = deps.events.make({ type: 'code.redeemed', userId: person.id, username: person.username, clientId: client.id, grantId: unredeemed.grantId });
@@ -143,9 +147,10 @@ export const authorizationCodeGrant: TokenGrant = {
     }
     // RFC 6749 §5.2 invalid_grant: no such code.
     if (!found) throw new OAuthError('invalid_grant', 'authorization code is invalid');
-    // The rest (a code of another client, spent, expired; its user gone or disabled, its
-    // grant gone): redeemed as the checks above would have, burning a code that is only
-    // refused for its user or grant, and the caller told why.
+    // The rest (a code of another client, spent, expired, of a revoked grant; its user gone or
+    // disabled, its grant gone): redeemed as the checks above would have, burning a code that
+    // is only refused for its user or a grant gone, and the caller told why. A revoked grant
+    // redeems none of its codes (consumeCode), and `refuse` says so.
     const redeemed = await deps.store.codes.consume(hash, binding, now);
     if (!redeemed) return refuse(deps, hash, client.id, redirectUri, verifier, proof?.jkt ?? null, now);
     const user = await deps.store.users.get(redeemed.userId);

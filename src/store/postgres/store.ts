@@ -308,6 +308,7 @@ const CONSUME_CODES = `
     AND authorization_codes.client_id = redemptions.client_id AND authorization_codes.redirect_uri = redemptions.redirect_uri
     AND authorization_codes.code_challenge = redemptions.code_challenge
     AND (authorization_codes.dpop_jkt IS NULL OR authorization_codes.dpop_jkt = redemptions.dpop_jkt)
+    AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
   RETURNING authorization_codes.*`;
 
 interface Redemption extends Readonly<Record<string, string | number | null>> {
@@ -431,6 +432,7 @@ const REDEEM_CODES = `
       AND authorization_codes.client_id = redemptions.client_id AND authorization_codes.redirect_uri = redemptions.redirect_uri
       AND authorization_codes.code_challenge = redemptions.code_challenge
       AND (authorization_codes.dpop_jkt IS NULL OR authorization_codes.dpop_jkt = redemptions.dpop_jkt)
+      AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
     RETURNING authorization_codes.*
   ), ${REDEEMED.used}, ${REDEEMED.refreshed}, joined AS (
     INSERT INTO session_clients (sid, client_id, expires_at)

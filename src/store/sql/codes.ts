@@ -49,11 +49,15 @@ export function codesStatements(d: Dialect) {
     // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
     // challenge; a mismatch leaves it untouched. RFC 9449 §10: a code bound to a DPoP key is
     // redeemed only with a proof by that key (a NULL :dpopJkt matches no bound code).
+    // RFC 6749 §5.2: a code of a revoked grant is invalid_grant. Checked here, in the statement
+    // that redeems it, as a refresh token's rotation checks its grant: a grant revoked after
+    // the code was read (its person disabled, a replay of another code of the grant) is seen.
     consumeCode: `
       UPDATE authorization_codes SET consumed_at = :now
       WHERE hash = :hash AND consumed_at IS NULL AND expires_at > :now
         AND client_id = :clientId AND redirect_uri = :redirectUri AND code_challenge = :codeChallenge
         AND (dpop_jkt IS NULL OR dpop_jkt = :dpopJkt)
+        AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
       RETURNING *`,
     getCode: 'SELECT * FROM authorization_codes WHERE hash = :hash',
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at < :before'),

@@ -375,6 +375,32 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     }
   });
 
+  it("reads a client again on the writer's own connection once a worker thread changed or removed it there", async () => {
+    // Below four workers the main thread serves from the writer's store: a thread's write
+    // commits on that very connection, which PRAGMA data_version never reports to itself.
+    const path = join(dir, 'client-records-threads.db');
+    const writer = openSqliteWriter(path);
+    const { port1, port2 } = new MessageChannel();
+    const forget = writer.accept(port1);
+    const thread = openSqliteThreadStore(path, port2);
+    try {
+      const client = deviceClient('changed-by-a-thread');
+      await writer.store.clients.create(client);
+      const { id: _id, createdAt: _createdAt, version: _version, tokensRevokedAt: _revoked, ...fields } = (await writer.store.clients.get(client.id))!;
+      assert.equal((await writer.store.clients.get(client.id))?.name, 'TV App', 'kept');
+      await thread.clients.update(client.id, { ...fields, name: 'Renamed by a thread' });
+      assert.equal((await writer.store.clients.get(client.id))?.name, 'Renamed by a thread');
+      assert.ok(await thread.clients.revokeTokens(client.id, T0));
+      assert.equal((await writer.store.clients.get(client.id))?.tokensRevokedAt, T0);
+      assert.ok(await thread.clients.remove(client.id));
+      assert.equal(await writer.store.clients.get(client.id), null, 'a client removed through a thread is gone for the main thread too');
+    } finally {
+      await thread.close();
+      forget();
+      await writer.store.close();
+    }
+  });
+
   it('rolls back a transaction whose thread went away while it waited to begin: the writes after it still commit', async () => {
     const path = join(dir, 'gone-thread.db');
     const writer = openSqliteWriter(path);

@@ -90,7 +90,21 @@ export interface SqliteWriter {
 }
 
 export function openSqliteWriter(path: string): SqliteWriter {
-  const { store, outside, inside, redeem, rotateWith } = openMigrated(path);
+  const { store, outside, inside, redeem, rotateWith, forgetClients } = openMigrated(path);
+  // A thread's write to a client row commits on this connection, which `PRAGMA data_version`
+  // never reports to the connection itself: the client records it keeps for the main thread's
+  // own requests (below four workers it serves too) are forgotten here, or a client removed,
+  // its secret rotated or its redirect URIs changed through a thread would live on there.
+  // A thread's transaction is forgotten by `store.transaction` itself.
+  const writesClients = new Map<StatementName, boolean>();
+  const changesClients = (name: StatementName) => {
+    let changes = writesClients.get(name);
+    if (changes === undefined) {
+      changes = CLIENT_WRITE.test(statementTexts[name]);
+      writesClients.set(name, changes);
+    }
+    return changes;
+  };
   let transactions = 0;
   const accept = (port: MessagePort): (() => void) => {
     /** This thread's open transaction: how it ends, and its outcome once it has. */
@@ -100,8 +114,10 @@ export function openSqliteWriter(path: string): SqliteWriter {
       switch (request.op) {
         case 'one':
         case 'all':
-        case 'changed':
-          return outside[request.op](request.name, request.params);
+        case 'changed': {
+          const done = outside[request.op](request.name, request.params);
+          return changesClients(request.name) ? done.finally(forgetClients) : done;
+        }
         case 'redeem':
           return redeem(...(request.args as Parameters<typeof redeem>));
         case 'rotateWith':
@@ -152,6 +168,10 @@ export function openSqliteWriter(path: string): SqliteWriter {
   };
   return { store, accept };
 }
+
+/** A statement that writes the clients table (sql/clients.ts): what a kept client record is read from. */
+const CLIENT_WRITE = /^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+clients\b/i;
+const statementTexts = statements(sqliteDialect);
 
 /** How a transaction that its thread ended with a failure (its own, kept there) is rolled back. */
 const ENDED_BY_THREAD = new Error('rolled back by its thread');
@@ -266,6 +286,8 @@ interface SqliteParts {
   readonly inside: Runner<StatementName>;
   readonly redeem: Store['codes']['redeem'];
   readonly rotateWith: Store['refreshTokens']['rotateWith'];
+  /** Forgets the client records this connection keeps (`keptClients`). */
+  readonly forgetClients: () => void;
 }
 
 function sqliteStore(db: DatabaseSync): SqliteParts {
@@ -355,7 +377,7 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
       if (db.isOpen) db.close();
     },
   };
-  return { store, outside, inside, redeem, rotateWith };
+  return { store, outside, inside, redeem, rotateWith, forgetClients };
 }
 
 /**

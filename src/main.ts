@@ -589,9 +589,18 @@ export async function serve(config: Config): Promise<void> {
     process.once('SIGTERM', () => stop(server.drain()));
   };
   if (config.workers > 1 && cluster.isPrimary) {
-    const server = await startThreads(config);
+    // The handlers first: the main thread's server, or the first thread, says it serves before
+    // the others listen, and a supervisor may answer that line with a signal at once. One
+    // that arrives during the start drains or closes once the start is done; a start that
+    // fails is reported, and exits, by main().
+    const starting = startThreads(config);
+    const failed = () => new Promise<never>(() => {});
+    stopOnSignals({
+      close: () => starting.then((server) => server.close(), failed),
+      drain: () => starting.then((server) => server.drain(), failed),
+    });
+    const server = await starting;
     if (server.metricsUrl) process.stdout.write(`metrics at ${server.metricsUrl}\n`);
-    stopOnSignals(server);
     return;
   }
   await startServer(config, stopOnSignals);
@@ -844,6 +853,10 @@ export async function startThreads(settings: Config): Promise<ThreadedServer> {
     await Promise.all([...live.keys()].map((worker) => worker.terminate()));
     await Promise.all(exits);
     await own.close();
+    // From WRITER_ONLY_FROM on, no server of the main thread listened and let go of the held
+    // port (PORT=0): a thread that failed before it asked leaves it held, and with it the
+    // process, which would then never exit.
+    await letGo();
     await release();
     throw error;
   }

@@ -3,9 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { createServer as createTcpServer, Server as NetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import type { Worker } from 'node:worker_threads';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
@@ -198,6 +199,13 @@ for (const workers of [2, 4]) {
         ),
       );
       assert.deepEqual(statuses, Array(20).fill(200));
+    });
+
+    it('stops cleanly on a SIGTERM sent at the first line that says it serves, while other threads may still be starting', async (t) => {
+      const serving = await serveOnNewDatabase(t, 'tessera-workers-early-', ['--workers', String(workers)], { TESSERA_SHUTDOWN_DELAY: '0' });
+      serving.child.kill('SIGTERM');
+      // Killed by the signal itself, the exit code would be null: a rolling deploy's requests cut off.
+      assert.equal(await within(serving.exited, 'tessera serve to stop on SIGTERM', WAIT_MS), 0, JSON.stringify(serving.output()));
     });
   });
 }
@@ -410,6 +418,37 @@ describe('a worker thread that cannot start', () => {
       assert.match(stderr, new RegExp(`tessera: cannot start: TESSERA_ADMIN_LISTEN: port ${port} is already in use`));
     } finally {
       taken.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('worker threads that cannot start, with the main thread only writing (four) on a port it picked', () => {
+  it('lets go of the port it held, so that the process can exit, rather than holding it open serving nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-refused-4-'));
+    await (await openStore(join(dir, 'tessera.db'))).close();
+    // A thread that dies before it asks for the port (`bound`): the start fails. Nothing of the
+    // main thread listened on the port, so only the failed start can let go of it.
+    const killFirst = (worker: Worker) => void worker.terminate();
+    process.once('worker', killFirst);
+    // The servers listening in this process: earlier files' may still be closing, so only a new one counts.
+    const listening = () =>
+      new Set(
+        (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles().filter((handle) => handle instanceof NetServer && handle.listening),
+      );
+    const before = listening();
+    try {
+      await assert.rejects(
+        startThreads({ ...loadConfig({ TESSERA_DATABASE: join(dir, 'tessera.db'), HOST: '127.0.0.1', PORT: '0', TESSERA_LOG_LEVEL: 'silent' }), workers: 4 }),
+        /a worker thread exited before it could serve/,
+      );
+      assert.deepEqual(
+        [...listening()].filter((server) => !before.has(server)).map((server) => (server as NetServer).address()),
+        [],
+        'no listening socket is left behind',
+      );
+    } finally {
+      process.off('worker', killFirst);
       rmSync(dir, { recursive: true, force: true });
     }
   });

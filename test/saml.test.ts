@@ -250,6 +250,21 @@ describe("requests refused, each with a page in the person's language and an eve
     await assertRefused({ url: `/saml/slo${answer.search}` }, 'unsigned', 400, 'logout');
   });
 
+  it('a signed HTTP-Redirect query carrying a second message its signature does not cover (an encoded name, a second ?)', async () => {
+    const { entityId, saml } = await serviceProvider(
+      { want_signed_requests: true, certificate: SP_CERT },
+      { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256' },
+    );
+    const signed = await saml.getAuthorizeUrlAsync('signed', undefined, {});
+    const forged = encodeURIComponent(deflateRawSync(Buffer.from(authnRequest(entityId, { id: '_forged' }))).toString('base64'));
+    // A framework's parser reads `SAML%52equest` as SAMLRequest, and a query from its first `?`.
+    await assertRefused({ url: `${signed}&SAML%52equest=${forged}` }, 'malformed');
+    await assertRefused({ url: `${signed}&x=?&SAMLRequest=${forged}` }, 'malformed');
+    await assertRefused({ url: `${signed}&Relay%53tate=elsewhere` }, 'malformed');
+    const [event] = await server.store.events.list({ type: 'saml.request_refused', limit: 1 });
+    assert.match(String(event?.detail['message'] ?? ''), /percent-encoded|repeated/);
+  });
+
   it('an SP that is not registered', async () => {
     await assertRefused({ url: redirectUrl(authnRequest('https://stranger.example/saml')) }, 'unknown_sp', 403);
   });

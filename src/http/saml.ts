@@ -19,6 +19,7 @@ import {
   readAuthnRequest,
   readLogoutRequest,
   readLogoutResponse,
+  redirectQuery,
   SamlRefusal,
   type IncomingRequest,
   type SamlLimits,
@@ -64,7 +65,11 @@ interface Received {
 
 /** SAML Bindings §3.4: a message in the query, with its detached signature over the raw query. */
 function redirectMessage(request: FastifyRequest, responses = false): Received {
-  const query = request.query as RawParams;
+  // Everything after the first `?`, as it came, read by the same parse that the signature is
+  // checked over (`redirectQuery`), never by the framework's own reading of the query.
+  const at = request.url.indexOf('?');
+  const rawQuery = at === -1 ? '' : request.url.slice(at + 1);
+  const query: RawParams = Object.fromEntries([...redirectQuery(rawQuery)].map(([name, { value }]) => [name, value]));
   const message = messageOf(query, responses);
   return {
     response: message.response,
@@ -74,7 +79,7 @@ function redirectMessage(request: FastifyRequest, responses = false): Received {
       relayState: one(query, 'RelayState'),
       sigAlg: one(query, 'SigAlg'),
       signature: one(query, 'Signature'),
-      rawQuery: request.url.split('?')[1] ?? '',
+      rawQuery,
     },
   };
 }

@@ -117,6 +117,35 @@ function certificateKey(sp: SamlServiceProviderRecord) {
 }
 
 /**
+ * The parameters of an HTTP-Redirect query (SAML Bindings §3.4.4), each as it came (`raw`,
+ * what §3.4.4.1's signature is over) and decoded (`value`, what is read): one parse for both,
+ * so that the message read is always the one whose signature was checked. A name that is
+ * percent-encoded (`SAML%52equest`) or repeated is refused: another parser (a framework's,
+ * URLSearchParams) could read it as a message the signature does not cover (the
+ * parser-differential class of CVE-2025-25291/25292).
+ */
+export function redirectQuery(rawQuery: string): ReadonlyMap<string, { readonly raw: string; readonly value: string }> {
+  const params = new Map<string, { raw: string; value: string }>();
+  for (const pair of rawQuery.split('&')) {
+    if (pair === '') continue;
+    const at = pair.indexOf('=');
+    const name = at === -1 ? pair : pair.slice(0, at);
+    const raw = at === -1 ? '' : pair.slice(at + 1);
+    let value: string;
+    try {
+      if (decodeURIComponent(name.replaceAll('+', ' ')) !== name) throw refuse('malformed', 'a parameter name is percent-encoded');
+      value = decodeURIComponent(raw.replaceAll('+', ' '));
+    } catch (error) {
+      if (error instanceof SamlRefusal) throw error;
+      throw refuse('malformed', `${name.slice(0, 40)} is not URL-encoded`);
+    }
+    if (params.has(name)) throw refuse('malformed', `${name.slice(0, 40)} is repeated`);
+    params.set(name, { raw, value });
+  }
+  return params;
+}
+
+/**
  * SAML Bindings §3.4.4.1: the signature of a request sent by HTTP-Redirect is over
  * "SAMLRequest=value&RelayState=value&SigAlg=value", each as URL-encoded in the query as it
  * came (not decoded and encoded again).
@@ -128,16 +157,11 @@ function checkRedirectSignature(incoming: Extract<IncomingRequest, { binding: 'r
     throw refuse('unsupported', `SigAlg ${incoming.sigAlg.slice(0, 100)}: RSA-SHA256 or ECDSA-SHA256 only`, sp.entityId);
   const key = certificateKey(sp);
   if (key === null) throw refuse('bad_signature', 'the request is signed, but no certificate of the SP is registered to check it with', sp.entityId);
-  const raw = new Map<string, string>();
-  for (const pair of incoming.rawQuery.split('&')) {
-    const [name = '', ...value] = pair.split('=');
-    if (raw.has(name)) throw refuse('malformed', `${name} is repeated`, sp.entityId);
-    raw.set(name, value.join('='));
-  }
+  const raw = redirectQuery(incoming.rawQuery);
   // One of SAMLRequest and SAMLResponse is in a query (the routes refuse both).
   const signed = ['SAMLRequest', 'SAMLResponse', 'RelayState', 'SigAlg']
     .filter((name) => raw.has(name))
-    .map((name) => `${name}=${raw.get(name)}`)
+    .map((name) => `${name}=${raw.get(name)!.raw}`)
     .join('&');
   const ok = verify(
     'sha256',

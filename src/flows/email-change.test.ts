@@ -12,7 +12,7 @@ import type { UserRecord } from '../store/types.ts';
 import { FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
 import { pendingEmailChange, requestEmailChange, verifyEmailChange } from './email-change.ts';
 import type { MailMessage } from './mail/outbox.ts';
-import type { AccountDeps } from './users.ts';
+import { createResetLink, findResetLink, type AccountDeps } from './users.ts';
 
 const PER_EMAIL = 3;
 const LINK_TTL_SECONDS = 3600;
@@ -75,6 +75,15 @@ describe("changing one's own e-mail address", () => {
 
     assert.deepEqual(await verifyEmailChange(deps, token), { kind: 'invalid_link' }, 'single use');
     assert.equal(await pendingEmailChange(deps, { ...user, ...changed }), null);
+  });
+
+  it('ends the reset links mailed to the old address once the new one is confirmed', async () => {
+    const user = await person();
+    const reset = new URL((await createResetLink(deps, user, 3600)).url).searchParams.get('token')!;
+    await ask(user, 'moved@example.com');
+    assert.ok(await findResetLink(deps, reset), 'live while the change waits');
+    assert.equal((await verifyEmailChange(deps, await linkToken(user))).kind, 'done');
+    assert.equal(await findResetLink(deps, reset), null, 'whoever still reads the old mailbox cannot set the password');
   });
 
   it('ends an older link when a newer one is asked for, and a link once it expires', async () => {

@@ -88,8 +88,8 @@ export type EmailChangeVerifyResult = { readonly kind: 'done'; readonly user: Us
 
 /**
  * Follows the link: exactly one caller uses it up (one conditional UPDATE), in the transaction
- * that sets the address, ends the person's other waiting links, and queues the notice to the
- * old address.
+ * that sets the address, ends the person's other waiting links and the reset links mailed to
+ * the old address, and queues the notice to the old address.
  */
 export async function verifyEmailChange(deps: AccountDeps, token: string): Promise<EmailChangeVerifyResult> {
   const found = await findEmailChange(deps, token);
@@ -100,6 +100,9 @@ export async function verifyEmailChange(deps: AccountDeps, token: string): Promi
     const used = await tx.emailChanges.consume(found.change.tokenHash, deps.clock.now());
     if (used === null) return { kind: 'invalid_link' };
     await tx.emailChanges.spendAllForUser(user.id, now);
+    // A reset link mailed to the old address must not outlive it: whoever still reads that
+    // mailbox could otherwise set the password of the account that has left it.
+    await tx.passwordResets.spendAllForUser(user.id, now);
     await tx.users.update(user.id, { email: used.email, emailVerified: true }, now);
     const changed = await record({ type: 'user.email_changed', userId: user.id, username: user.username, detail: { by: 'email' } });
     // As an operator's change is announced: webhooks' user.updated, CAEP token-claims-change.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { flowWorld, type FlowWorld } from '../../test/helpers/flows.ts';
-import { changePassword, createResetLink, findResetLink, resetPassword, setUserDisabled, setUserPassword } from './users.ts';
+import { changePassword, createResetLink, findResetLink, resetPassword, setUserDisabled, setUserPassword, updateUser } from './users.ts';
 
 const tokenOf = (url: string) => new URL(url).searchParams.get('token')!;
 
@@ -60,6 +60,16 @@ describe('password reset links', () => {
     await setUserPassword(world.deps, eve, 'an operator set this password');
     assert.equal(await findResetLink(world.deps, operators), null, 'nor one sent before an operator set it');
     assert.equal((await resetPassword(world.deps, operators, 'the password of whoever read the mail', '192.0.2.1')).kind, 'invalid_link');
+  });
+
+  it('ends the live links of a person whose e-mail address an operator changed, not those of a change of the name alone', async () => {
+    const fay = await world.addUser({ username: 'fay', email: 'fay@old.example', emailVerified: true });
+    const mailed = tokenOf((await createResetLink(world.deps, fay, 3600)).url);
+    assert.ok(await updateUser(world.deps, fay, { name: 'Fay' }));
+    assert.ok(await findResetLink(world.deps, mailed), 'the address stays: the link stays');
+    const renamed = (await world.store.users.get(fay.id))!;
+    assert.ok(await updateUser(world.deps, renamed, { email: 'fay@new.example' }));
+    assert.equal(await findResetLink(world.deps, mailed), null, 'a link mailed to the old address would reach whoever reads it still');
   });
 
   it('is refused once expired, and a short or long password is refused without spending the link', async () => {

@@ -134,8 +134,12 @@ export async function updateUser(
   const stored = emailChanged && changes.emailVerified === undefined ? { ...changes, emailVerified: false } : changes;
   return transactionWithEvents(deps, async (tx, record) => {
     if (expectedUpdatedAt !== undefined && !(await tx.users.touch(user.id, expectedUpdatedAt, now))) return false;
-    // A change the person asked for and has not confirmed would undo the operator's.
-    if (emailChanged) await tx.emailChanges.spendAllForUser(user.id, now);
+    // A change the person asked for and has not confirmed would undo the operator's; a reset
+    // link mailed to the old address must not outlive it.
+    if (emailChanged) {
+      await tx.emailChanges.spendAllForUser(user.id, now);
+      await tx.passwordResets.spendAllForUser(user.id, now);
+    }
     if (Object.keys(changes).length > 0) {
       await tx.users.update(user.id, stored, now);
       await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });

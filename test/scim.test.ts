@@ -326,6 +326,31 @@ describe('groups over SCIM', () => {
   });
 });
 
+describe('groups and operators', () => {
+  it('adds no one holding a console role to a group and takes no one out of one: an operator changes their groups', async () => {
+    const operator = await server.addUser({ username: 'grace-operator', profile: { role: 'admin' } });
+    const person = await server.addUser({ username: 'linus' });
+    // A group apps grant rights by: provisioning (a SCIM token, which admin:users may make) must not put an operator in it.
+    assertError(await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'idp-admins', members: [{ value: operator.id }] }), 403);
+    const made = await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'idp-admins', members: [{ value: person.id }] });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const id = String(made.body['id']);
+    const add = { schemas: [PATCH], Operations: [{ op: 'add', path: 'members', value: [{ value: operator.id }] }] };
+    assertError(await scim('PATCH', `/Groups/${id}`, add), 403);
+    assertError(
+      await scim('PUT', `/Groups/${id}`, { schemas: [GROUP], displayName: 'idp-admins', members: [{ value: person.id }, { value: operator.id }] }),
+      403,
+    );
+    assert.deepEqual(await server.store.groups.namesOf(operator.id), [], 'nothing written');
+    // An operator put in the group by an operator stays there whatever provisioning sends for the others.
+    await server.store.groups.addMember(id, operator.id);
+    assertError(await scim('PUT', `/Groups/${id}`, { schemas: [GROUP], displayName: 'idp-admins', members: [{ value: person.id }] }), 403);
+    const others = await scim('PATCH', `/Groups/${id}`, { schemas: [PATCH], Operations: [{ op: 'Remove', path: 'members', value: [{ value: person.id }] }] });
+    assert.equal(others.status, 200, JSON.stringify(others.body));
+    assert.deepEqual(await server.store.groups.namesOf(operator.id), ['idp-admins']);
+  });
+});
+
 describe("the service provider's configuration and bulk requests", () => {
   it('serves /ServiceProviderConfig, /ResourceTypes and /Schemas', async () => {
     const config = await scim('GET', '/ServiceProviderConfig');

@@ -71,6 +71,25 @@ async function inputOf(deps: Pick<ScimDeps, 'store'>, resource: unknown): Promis
   return { displayName: displayName.trim(), externalId: externalId as string | null, members: unique };
 }
 
+/**
+ * Provisioning adds no one holding a console role to a group, and takes no one out of one:
+ * a group's name is in its members' `groups` claim, which apps grant rights by, and an
+ * operator's account is changed by an operator (tessera user, the admin API, the console),
+ * never by provisioning, as flows/scim/users.ts refuses a change of the operator themselves.
+ * Otherwise a SCIM token, which `admin:users` may make, would decide an operator's groups.
+ */
+async function checkMembersChangeable(deps: Pick<ScimDeps, 'store'>, changed: readonly string[]): Promise<void> {
+  for (const userId of changed) {
+    const user = await deps.store.users.get(userId);
+    if (user !== null && user.role !== null)
+      throw new ScimError(
+        403,
+        null,
+        `${user.username} holds a console role: an operator changes their groups (tessera user, the admin API or the console), not provisioning`,
+      );
+  }
+}
+
 async function groupOf(deps: Pick<ScimDeps, 'store'>, id: string): Promise<GroupRecord> {
   const group = id.length > 200 || id.includes('\u0000') ? null : await deps.store.groups.get(id);
   if (group === null) throw notFound(`no Group with id ${id.slice(0, 200)}`);
@@ -97,6 +116,7 @@ export async function groupResourcesOf(deps: Pick<ScimDeps, 'store' | 'base'>, g
 
 export async function createGroupResource(deps: ScimDeps, body: unknown): Promise<Json> {
   const input = await inputOf(deps, body);
+  await checkMembersChangeable(deps, input.members);
   const now = deps.clock.now();
   const group: GroupRecord = { id: randomUUID(), displayName: input.displayName, externalId: input.externalId, createdAt: now, updatedAt: now };
   try {
@@ -116,6 +136,7 @@ async function writeGroup(deps: ScimDeps, group: GroupRecord, input: GroupInput,
   if (expected !== null && expected !== group.updatedAt) throw stale();
   const before = new Set(await deps.store.groups.members(group.id));
   const after = new Set(input.members);
+  await checkMembersChangeable(deps, [...[...after].filter((id) => !before.has(id)), ...[...before].filter((id) => !after.has(id))]);
   const now = Math.max(deps.clock.now(), group.updatedAt + 1);
   let done: boolean;
   try {

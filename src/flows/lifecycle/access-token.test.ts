@@ -22,6 +22,7 @@ import { approvedGrant } from '../../../test/store/fixtures.ts';
 import { DpopNonces } from '../dpop/nonce.ts';
 import { accessTokenHash, checkDpopProof, type DpopDeps } from '../dpop/proof.ts';
 import { addResource, removeResource } from '../manage/resources.ts';
+import { removeClient } from '../manage/clients.ts';
 import { checkSenderConstraint, liveAccessToken, liveClientToken, looksLikeJwt, type Presentation } from './access-token.ts';
 import { userInfo } from './userinfo.ts';
 
@@ -338,6 +339,22 @@ describe('access tokens presented at UserInfo and at an API (flows/lifecycle/acc
     world.clock.advance(1000);
     await addResource(world.manage, { identifier: again, name: 'Again', scopes: [{ name: 'again:read', description: 'Read' }] });
     assert.equal(await live(before), null, 'its API registered again after it was issued');
+  });
+
+  it("ends a client's own token when its client is removed and another registered under the same client_id", async () => {
+    const { client: deploy } = await world.addClient({
+      client_id: 'ci-deploy',
+      client_name: 'CI deploy',
+      grant_types: ['client_credentials'],
+      scope: 'reports:read',
+    });
+    const claims = await claimsOf((await world.tokens.issueForClient({ client: deploy, scope: ['reports:read'], resource: api, dpopJkt: null })).access_token);
+    assert.equal((await liveClientToken(world.deps, claims))?.id, 'ci-deploy');
+    await removeClient(world.manage, 'ci-deploy');
+    assert.equal(await liveClientToken(world.deps, claims), null, 'its client removed');
+    world.clock.advance(1000);
+    await world.addClient({ client_id: 'ci-deploy', client_name: 'CI deploy, again', grant_types: ['client_credentials'], scope: 'reports:read' });
+    assert.equal(await liveClientToken(world.deps, claims), null, 'another client under its id: the removed one’s token stays dead');
   });
 
   it("counts a client's own token against its API's registration and its client's revocation by the second its iat names", async () => {

@@ -55,6 +55,9 @@ export async function liveClientToken(deps: Pick<FlowDeps, 'store'>, claims: Acc
   if (claims.gid !== null) return null;
   const [revoked, client] = await Promise.all([deps.store.accessTokens.isRevoked(claims.jti), deps.store.clients.get(claims.client_id)]);
   if (revoked || !client || client.id !== claims.sub || !client.grantTypes.includes(GRANT_CLIENT_CREDENTIALS)) return null;
+  // A client registered again under a removed one's id (client_id may be chosen) is another
+  // client: the removed one's tokens, and its revocations, are not its (`iat` is in seconds).
+  if (Math.floor(client.createdAt / 1000) > claims.iat) return null;
   if (client.tokensRevokedAt != null && claims.iat * 1000 <= client.tokensRevokedAt) return null;
   return client;
 }
@@ -68,6 +71,8 @@ export async function liveClientToken(deps: Pick<FlowDeps, 'store'>, claims: Acc
 async function exchangeStands(deps: Pick<FlowDeps, 'store'>, claims: AccessTokenClaims): Promise<boolean> {
   const client = await deps.store.clients.get(claims.client_id);
   if (!client?.grantTypes.includes(GRANT_TOKEN_EXCHANGE) || !(client.exchangeAudiences ?? []).includes(claims.aud)) return false;
+  // As for a client's own token: one registered again under the same id is another client.
+  if (Math.floor(client.createdAt / 1000) > claims.iat) return false;
   return client.tokensRevokedAt == null || claims.iat * 1000 > client.tokensRevokedAt;
 }
 

@@ -20,7 +20,7 @@ let server: TestServer;
 let user: TestUser;
 before(async () => {
   server = await startTestServer();
-  user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
+  user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com', profile: { emailVerified: true } });
   mkdirSync(MODULES, { recursive: true });
 });
 after(() => server.close());

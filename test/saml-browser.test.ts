@@ -44,7 +44,7 @@ describe('SAML sign-in in Chromium', { skip: chromiumUnavailable() }, () => {
 
   before(async () => {
     server = await startTestServer();
-    user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
+    user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com', profile: { emailVerified: true } });
     acs = await acsServer();
     browser = await launchChromium();
   });

@@ -65,7 +65,7 @@ function postedToAcs(page: Page): Record<string, string> {
 
 before(async () => {
   server = await startTestServer();
-  user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
+  user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com', profile: { emailVerified: true } });
   const metadata = await (await fetch(`${server.url}/saml/metadata`)).text();
   idpCert = /<ds:X509Certificate>([^<]+)</.exec(metadata)![1]!;
 });
@@ -443,7 +443,7 @@ describe('a passkey, and a second factor asked for by RequestedAuthnContext or b
   }
 
   it('asks a password sign-in for more when the SP asks for REFEDS MFA, and signs in with a passkey that verified the person', async () => {
-    const grace = await passkeyServer.addUser({ username: 'grace', email: 'grace@example.com' });
+    const grace = await passkeyServer.addUser({ username: 'grace', email: 'grace@example.com', profile: { emailVerified: true } });
     const server = passkeyServer;
     const passkey = await addPasskey(grace);
 
@@ -477,7 +477,7 @@ describe('a passkey, and a second factor asked for by RequestedAuthnContext or b
   });
   it("holds the sign-in to the policy of the person's organization, as an OpenID Connect approval: a password alone is sent back for a passkey", async () => {
     const server = passkeyServer;
-    const hedy = await server.addUser({ username: 'hedy', email: 'hedy@example.com' });
+    const hedy = await server.addUser({ username: 'hedy', email: 'hedy@example.com', profile: { emailVerified: true } });
     const passkey = await addPasskey(hedy);
     await addOrganization(manageDeps(server), { name: 'Strict', require_passkey: true });
     await setOrganizationMember(manageDeps(server), 'Strict', { username: 'hedy' });
@@ -518,7 +518,7 @@ describe('single logout from Tessera to the SPs of the session', () => {
   const IDP_SLO = () => `${server.url}/saml/slo`;
   let other: TestUser;
   before(async () => {
-    other = await server.addUser({ username: 'grace', name: 'Grace Hopper', email: 'grace@example.com' });
+    other = await server.addUser({ username: 'grace', name: 'Grace Hopper', email: 'grace@example.com', profile: { emailVerified: true } });
   });
 
   /**
@@ -677,7 +677,7 @@ describe('single logout from Tessera to the SPs of the session', () => {
     assert.equal(onward(page), '/account', "then where the account page's sign-out goes");
 
     // Someone whose every session is in this test (ada's other sessions have SPs of other tests).
-    const linus = await server.addUser({ username: 'linus', name: 'Linus', email: 'linus@example.com' });
+    const linus = await server.addUser({ username: 'linus', name: 'Linus', email: 'linus@example.com', profile: { emailVerified: true } });
     const phone = new FormBrowser(server.url);
     const laptop = new FormBrowser(server.url);
     const onPhone = await signInTo(phone, a, linus);

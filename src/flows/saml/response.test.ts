@@ -86,6 +86,7 @@ describe('the Response to an SP (flows/saml/response.ts, sso.ts samlAnswer)', ()
       username: 'ada',
       name: 'Ada <Lovelace> & "Byron"',
       email: 'ada@example.com',
+      emailVerified: true,
       familyName: 'Lovelace',
       phoneNumber: '+44 20 7946 0000',
     });
@@ -329,7 +330,7 @@ describe('the Response to an SP (flows/saml/response.ts, sso.ts samlAnswer)', ()
   it('names the person by a persistent NameID stable for one SP and different for another, by e-mail, or by a new transient one each time', async () => {
     const wiki = await registered();
     const crm = await registered();
-    const grace = await world.addUser({ username: 'grace', email: 'grace@example.com' });
+    const grace = await world.addUser({ username: 'grace', email: 'grace@example.com', emailVerified: true });
     const nameIdIn = (xml: string) => textOf(at(rootOf(xml), 'saml:Assertion', 'saml:Subject', 'saml:NameID'));
 
     const atWiki = nameIdIn((await answer(wiki)).xml);
@@ -355,12 +356,16 @@ describe('the Response to an SP (flows/saml/response.ts, sso.ts samlAnswer)', ()
     assert.equal(once.participant?.nameId, nameIdIn(once.xml), 'kept for the LogoutRequest, as it cannot be made again');
   });
 
-  it('answers InvalidNameIDPolicy, signed and asserting nothing, when the NameID cannot be given: no e-mail address, or a format the SP is not given', async () => {
+  it('answers InvalidNameIDPolicy, signed and asserting nothing, when the NameID cannot be given: no verified e-mail address, or a format the SP is not given', async () => {
     const mail = await registered({ name_id_format: 'email' });
     const nobody = await world.addUser({ username: 'no-mail' });
+    // SAML has no email_verified: an address nobody proved is not asserted (an SP keying its
+    // accounts by it would give the account of whoever owns that address to this person).
+    const unproved = await world.addUser({ username: 'unproved', email: 'ceo@victim.example', emailVerified: false });
     const persistent = await registered();
     const cases: [string, SamlServiceProviderRecord, UserRecord, string | null][] = [
       ['an e-mail SP, a person without an address', mail, nobody, null],
+      ['an e-mail SP, a person whose address is not verified', mail, unproved, null],
       ['a persistent SP asked for e-mail', persistent, ada, NAME_ID_FORMAT_URIS.email],
       ['an e-mail SP asked for a transient one', mail, ada, NAME_ID_FORMAT_URIS.transient],
     ];
@@ -408,6 +413,10 @@ describe('the Response to an SP (flows/saml/response.ts, sso.ts samlAnswer)', ()
     assert.doesNotMatch(xml, /<Lovelace>|<Poets>/);
     const { profile } = await spReads(serviceProvider(sp), xml);
     assert.equal(profile?.['displayName'], 'Ada <Lovelace> & "Byron"');
+    // An address nobody proved is no attribute: SAML has no email_verified to say so.
+    const unproved = await world.addUser({ username: 'unproved-mail', email: 'cfo@victim.example', emailVerified: false });
+    const theirs = attributesOf(at(rootOf((await answer(sp, unproved)).xml), 'saml:Assertion'));
+    assert.deepEqual([theirs['mail'], theirs['uid']], [undefined, ['unproved-mail']]);
 
     // An SP that maps nothing is told who signed in, and nothing about them.
     const bare = await registered();

@@ -56,15 +56,17 @@ const instant = (ms: number): string => new Date(ms).toISOString().replace(/\.\d
 export const newSamlId = (): string => `_${randomBytes(20).toString('hex')}`;
 
 /**
- * The person's NameID for `sp` (SAML Core §8.3): their e-mail address; a persistent id of
- * the SP's own (HMAC-SHA256 of their user id under the SP's key, so that no two SPs can link
- * their people, §8.3.7); or a new transient one each time (§8.3.8). Null: the format asked for
- * cannot be given (no e-mail address).
+ * The person's NameID for `sp` (SAML Core §8.3): their e-mail address, once verified; a
+ * persistent id of the SP's own (HMAC-SHA256 of their user id under the SP's key, so that no
+ * two SPs can link their people, §8.3.7); or a new transient one each time (§8.3.8). Null: the
+ * format asked for cannot be given (no verified e-mail address). SAML has no `email_verified`:
+ * an SP that keys its accounts by the e-mail NameID would take an address nobody proved for
+ * its owner's (an upstream sign-in, an operator or provisioning may store one unverified).
  */
 export function nameIdOf(sp: SamlServiceProviderRecord, user: UserRecord, format: keyof typeof NAME_ID_FORMAT_URIS): string | null {
   switch (format) {
     case 'email':
-      return user.email;
+      return user.emailVerified ? user.email : null;
     case 'persistent':
       return createHmac('sha256', Buffer.from(sp.nameIdSalt, 'base64url')).update(user.id).digest('base64url');
     case 'transient':

@@ -66,8 +66,8 @@ describe('single logout (flows/saml/single-logout.ts, logout.ts, response.ts)', 
     world = await flowWorld();
     signer = await signingCertificate(world.keys, FLOW_ISSUER);
     lifetime = world.config.saml.requestLifetime;
-    ada = await world.addUser({ username: 'ada', email: 'ada@example.com' });
-    grace = await world.addUser({ username: 'grace', email: 'grace@example.com' });
+    ada = await world.addUser({ username: 'ada', email: 'ada@example.com', emailVerified: true });
+    grace = await world.addUser({ username: 'grace', email: 'grace@example.com', emailVerified: true });
   });
   after(() => world.close());
 

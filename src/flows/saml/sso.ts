@@ -168,16 +168,17 @@ export async function samlAnswer(
       inResponseTo: pending.request,
       now: deps.now,
       status: STATUS.invalidNameIdPolicy,
-      message: `this SP is given ${NAME_ID_FORMAT_URIS[sp.nameIdFormat]} NameIDs${sp.nameIdFormat === 'email' ? ', and the person has no e-mail address' : ''}`,
+      message: `this SP is given ${NAME_ID_FORMAT_URIS[sp.nameIdFormat]} NameIDs${sp.nameIdFormat === 'email' ? ', and the person has no verified e-mail address' : ''}`,
     };
     return { xml: statusResponse(status, deps.signer), acsUrl, participant: null };
   }
   const claimsAsked = [...new Set(Object.values(sp.attributes))];
   const scopes = Object.keys(SCOPE_CLAIMS);
-  const claims: Record<string, unknown> = {
-    ...releasedClaims(user, scopes, claimsAsked, claimsAsked.includes('groups') ? await groupsOf(deps.store, user.id, scopes) : []),
-    sub: user.id,
-  };
+  const released = releasedClaims(user, scopes, claimsAsked, claimsAsked.includes('groups') ? await groupsOf(deps.store, user.id, scopes) : []);
+  // An address not verified is no attribute either, as it is no NameID (nameIdOf): SAML says
+  // nothing of whether it was proved, and SPs read an e-mail attribute as one that was.
+  const { email: _unverified, ...verifiedOnly } = released;
+  const claims: Record<string, unknown> = { ...(user.emailVerified ? released : verifiedOnly), sub: user.id };
   const amr = sessionMethods(session);
   const nameIdFormat = NAME_ID_FORMAT_URIS[format!];
   const xml = await assertionResponse(

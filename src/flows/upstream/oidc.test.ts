@@ -4,7 +4,7 @@ import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { closeServer, listenOnFreePort } from '../../../test/helpers/server.ts';
-import { beginOidc, UpstreamFailure } from './oidc.ts';
+import { beginOidc, emailVerifiedOf, UpstreamFailure } from './oidc.ts';
 import { providerSettings, type OidcSettings } from './settings.ts';
 
 const noSecrets: SecretBox = {
@@ -47,5 +47,18 @@ describe('an upstream OpenID provider that cannot be reached', () => {
       failure.detail,
       `cannot reach http://127.0.0.1:${port}/.well-known/openid-configuration: connection refused: nothing listens there (ECONNREFUSED)`,
     );
+  });
+});
+
+describe("an upstream provider's email_verified (OIDC Core §5.1)", () => {
+  it('counts for the email claim alone: an address read from another claim is verified only when it is that same address', () => {
+    const claims = { email: 'ada@example.com', email_verified: true, mail: 'ceo@victim.example', upn: 'ADA@example.com' };
+    assert.equal(emailVerifiedOf(claims, 'ada@example.com'), true);
+    assert.equal(emailVerifiedOf({ ...claims, email_verified: 'true' }, 'ada@example.com'), true, 'the string some providers send');
+    assert.equal(emailVerifiedOf(claims, 'ceo@victim.example'), false, '--claim-mapping email=mail: a claim the person may edit');
+    assert.equal(emailVerifiedOf(claims, 'ADA@example.com'), true, 'the same address in another case');
+    assert.equal(emailVerifiedOf({ ...claims, email_verified: false }, 'ada@example.com'), false);
+    assert.equal(emailVerifiedOf({ mail: 'ada@example.com', email_verified: true }, 'ada@example.com'), false, 'no email claim: nothing verified');
+    assert.equal(emailVerifiedOf(claims, null), false);
   });
 });

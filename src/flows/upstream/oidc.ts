@@ -143,6 +143,18 @@ export async function beginOidc(
 /** The upstream claim `claim` comes from: the operator's mapping, else the standard claim of that name. */
 const from = (settings: OidcSettings, claim: MappedClaim, standard: string = claim): string => settings.claimMapping[claim] ?? standard;
 
+/**
+ * OIDC Core §5.1: `email_verified` says whether the `email` claim's address was verified, and
+ * nothing of another claim's: an address read from another claim (`--claim-mapping
+ * email=CLAIM`, which may be one the person edits) is verified only when it is that same
+ * address. A boolean; some providers send the string.
+ */
+export function emailVerifiedOf(claims: Readonly<Record<string, unknown>>, email: string | null): boolean {
+  const verified = claims['email_verified'];
+  if (email === null || (verified !== true && verified !== 'true')) return false;
+  return textClaim(claims, 'email')?.toLowerCase() === email.toLowerCase();
+}
+
 function textClaim(claims: Readonly<Record<string, unknown>>, name: string): string | null {
   const value = claims[name];
   return typeof value === 'string' && value.trim() !== '' ? value : typeof value === 'number' ? String(value) : null;
@@ -176,15 +188,13 @@ export async function finishOidc(
     const userinfo = config.serverMetadata().userinfo_endpoint ? await oidc.fetchUserInfo(config, tokens.access_token, idToken.sub) : {};
     const claims: Record<string, unknown> = { ...idToken, ...userinfo };
     const email = textClaim(claims, from(settings, 'email'));
-    const verified = claims['email_verified'];
     const groups = claims[from(settings, 'groups')];
     return {
       subject: idToken.sub,
       label: email ?? textClaim(claims, 'preferred_username') ?? idToken.sub,
       username: textClaim(claims, from(settings, 'username', 'preferred_username')),
       email,
-      // OIDC Core §5.1: email_verified is a boolean; some providers send the string.
-      emailVerified: verified === true || verified === 'true',
+      emailVerified: emailVerifiedOf(claims, email),
       name: textClaim(claims, from(settings, 'name')),
       givenName: textClaim(claims, from(settings, 'given_name')),
       familyName: textClaim(claims, from(settings, 'family_name')),

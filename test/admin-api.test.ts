@@ -186,6 +186,16 @@ describe('the admin API', () => {
     assert.equal((await call('GET', '/clients/no-such-client')).status, 404);
     const rule = await call('POST', '/clients', { body: { client_name: 'X', redirect_uris: ['http://example.com/cb'] } });
     assert.deepEqual([rule.status, rule.body['field']], [400, 'redirect_uris']);
+    // An admin client is delegated to: the URLs the server will request go nowhere on its own
+    // machine (only the tessera command, the owner, may name loopback), as a webhook's.
+    for (const [name, url] of [
+      ['backchannel_logout_uri', 'http://127.0.0.1:8080/logout'],
+      ['jwks_uri', 'http://localhost:8080/jwks'],
+    ] as const) {
+      const inward = await call('POST', '/clients', { body: { client_name: 'Inward', redirect_uris: [REDIRECT_URI], [name]: url } });
+      assert.equal(inward.status, 400, `${name}: ${JSON.stringify(inward.body)}`);
+      assert.match(String(inward.body['detail']), /loopback address/);
+    }
 
     const created = await call('POST', '/clients', { body: { client_name: 'Shared', redirect_uris: [REDIRECT_URI] } });
     const id = created.body['client_id'] as string;

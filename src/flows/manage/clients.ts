@@ -134,10 +134,17 @@ export function clientJson(client: ClientRecord, now: number): Record<string, un
 /**
  * The rule for the URLs the server itself will request for `client` (no private
  * networks; no loopback for an app that registered itself, whoever edits it, as
- * the requests themselves are checked in core/outbound.ts).
+ * the requests themselves are checked in core/outbound.ts; and none for a caller the
+ * server's owner delegated to, an admin client or a console operator, as for a webhook:
+ * they would otherwise have the server post logout tokens to, or fetch keys from, any port
+ * of its own machine).
  */
-function urlRule(deps: Pick<ManageDeps, 'config'>, client: Pick<ClientRecord, 'registeredBy'>): UrlRule {
-  return { selfRegistered: client.registeredBy !== undefined, allowPrivateNetworks: deps.config.allowPrivateNetworkUrls };
+function urlRule(deps: Pick<ManageDeps, 'config' | 'caller'>, client: Pick<ClientRecord, 'registeredBy'>): UrlRule {
+  return {
+    selfRegistered: client.registeredBy !== undefined,
+    allowPrivateNetworks: deps.config.allowPrivateNetworkUrls,
+    delegated: deps.caller.owner !== true,
+  };
 }
 
 /** What registering or updating a client checks, whichever way it was set. */

@@ -61,6 +61,25 @@ describe('recovering an account by e-mail ("Forgot password?")', () => {
     });
   });
 
+  it("keeps a person's mailed link live when someone asks for theirs again: only using one ends the others", async () => {
+    world.clock.advance(3600 * 1000);
+    const bob = await world.addUser({ username: 'bob', email: 'bob@example.com' });
+    assert.equal((await ask('bob@example.com', '198.51.100.21')).kind, 'sent');
+    const [own] = await forUser(bob);
+    // Someone else, elsewhere, asks for Bob's address twice: each link goes to Bob's mailbox too.
+    for (const _ of [1, 2]) assert.equal((await ask('bob@example.com', '203.0.113.99')).kind, 'sent');
+    const links = (await forUser(bob)).map((message) => new URL(String(message.values['link'])).searchParams.get('token')!);
+    assert.equal(links.length, 3);
+    const tokenOf = (message: MailMessage | undefined) => new URL(String(message!.values['link'])).searchParams.get('token')!;
+    assert.equal((await resetPassword({ ...deps, passwords: world.passwords }, tokenOf(own), 'bob picks a new passphrase', '198.51.100.21')).kind, 'done');
+    for (const token of links.slice(1))
+      assert.equal(
+        (await resetPassword({ ...deps, passwords: world.passwords }, token, 'another passphrase here', '203.0.113.99')).kind,
+        'invalid_link',
+        'used once: the others end',
+      );
+  });
+
   it('refuses an address that cannot take mail, and is not offered without a mail server', async () => {
     for (const address of ['not an address', 'ada@example.com\nBcc: all@example.com', '']) assert.deepEqual(await ask(address), { kind: 'invalid' }, address);
     assert.deepEqual(await requestRecovery({ ...deps, mail: undefined }, { email: 'ada@example.com', ip: '198.51.100.20', locale: 'en' }), {

@@ -245,8 +245,11 @@ export async function issueResetLink(
   const token = randomToken(32);
   const now = deps.clock.now();
   const expiresAt = now + ttlSeconds * 1000;
-  // Only the newest link works: one given out earlier (perhaps to the wrong person) ends.
-  await tx.passwordResets.spendAllForUser(user.id, now);
+  // An operator's link is handed on by hand: only the newest works, and one given out earlier
+  // (perhaps to the wrong person) ends. Mailed links all go to the person's own address: a new
+  // one ends none, or anyone could cancel a person's link (and, past the hourly budget per
+  // address, keep them from another) by asking for theirs again. Using any link ends them all.
+  if (by === 'operator') await tx.passwordResets.spendAllForUser(user.id, now);
   await tx.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt, usedAt: null });
   const event = await record({ type: 'user.reset_link_created', ...about(user), detail: { expires_at: new Date(expiresAt).toISOString(), by } });
   return { url: `${deps.config.issuer}${RESET_PASSWORD_PATH}?${new URLSearchParams({ token }).toString()}`, expiresAt, event };

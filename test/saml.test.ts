@@ -5,10 +5,11 @@
  * names, and the attacks each refused with a page in the person's language and an event.
  */
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, X509Certificate } from 'node:crypto';
+import { generateKeyPairSync, sign, X509Certificate } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { SAML, ValidateInResponseTo, type SamlConfig } from '@node-saml/node-saml';
+import { SignedXml } from 'xml-crypto';
 import { addOrganization, setOrganizationMember } from '../src/flows/manage/organizations.ts';
 import { addSamlSp } from '../src/flows/manage/saml-service-providers.ts';
 import { pemCertificate, selfSignedCertificate } from '../src/tokens/certificate.ts';
@@ -223,14 +224,21 @@ describe("requests refused, each with a page in the person's language and an eve
     await assertRefused({ url: redirectUrl(authnRequest(entityId).replace('Version="2.0"', 'Version="1.1"')) }, 'unsupported');
   });
 
-  it('logout messages are refused in words of their own: an unknown SP, a DTD, another server, a replay, a changed signature', async () => {
+  it('logout messages are refused in words of their own: an unknown SP, a DTD, unsigned, another server, a replay, a changed signature', async () => {
     const slo = 'https://sp.example.com/saml/slo';
-    const { entityId } = await serviceProvider({ slo_url: slo });
+    const { entityId } = await serviceProvider({ slo_url: slo, certificate: SP_CERT });
     const logout = (issuer: string, extra: { id?: string; destination?: string; doctype?: string } = {}) =>
       `${extra.doctype ?? ''}<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${extra.id ?? `_${Math.random().toString(16).slice(2)}`}" Version="2.0" IssueInstant="${new Date().toISOString()}"${extra.destination === undefined ? '' : ` Destination="${extra.destination}"`}><saml:Issuer>${issuer}</saml:Issuer><saml:NameID>someone</saml:NameID></samlp:LogoutRequest>`;
-    const sloUrl = (xml: string) => `/saml/slo?SAMLRequest=${encodeURIComponent(deflateRawSync(Buffer.from(xml)).toString('base64'))}`;
-    await assertRefused({ url: sloUrl(logout('https://stranger.example/saml')) }, 'unknown_sp', 403, 'logout');
+    const unsignedUrl = (xml: string) => `/saml/slo?SAMLRequest=${encodeURIComponent(deflateRawSync(Buffer.from(xml)).toString('base64'))}`;
+    // Signed by the SP over its query (SAML Bindings §3.4.4.1), as a LogoutRequest must be.
+    const sloUrl = (xml: string) => {
+      const query = `${unsignedUrl(xml).slice('/saml/slo?'.length)}&SigAlg=${encodeURIComponent('http://www.w3.org/2001/04/xmldsig-more#rsa-sha256')}`;
+      return `/saml/slo?${query}&Signature=${encodeURIComponent(sign('sha256', Buffer.from(query), SP_KEY).toString('base64'))}`;
+    };
+    await assertRefused({ url: unsignedUrl(logout('https://stranger.example/saml')) }, 'unknown_sp', 403, 'logout');
     await assertRefused({ url: sloUrl(logout(entityId, { doctype: '<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>' })) }, 'malformed', 400, 'logout');
+    // SAML Profiles §4.4.4.1: any page the person visits could send an unsigned one.
+    await assertRefused({ url: unsignedUrl(logout(entityId)) }, 'unsigned', 400, 'logout');
     await assertRefused({ url: sloUrl(logout(entityId, { destination: 'https://other-idp.example/slo' })) }, 'wrong_destination', 400, 'logout');
     const once = sloUrl(logout(entityId, { id: '_logout-once' }));
     assert.equal((await new FormBrowser(server.url).request(once)).status, 303);
@@ -365,9 +373,12 @@ describe('single logout', () => {
     assert.equal(event?.detail['outcome'], 'end');
   });
 
-  it("does not end another person's session, and refuses an unsigned LogoutRequest from an SP whose requests must be signed", async () => {
+  it("does not end another person's session, and refuses an unsigned LogoutRequest (SAML Profiles §4.4.4.1)", async () => {
     const slo = 'https://sp.example.com/saml/slo';
-    const { saml } = await serviceProvider({ slo_url: slo }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
+    const { saml } = await serviceProvider(
+      { slo_url: slo, certificate: SP_CERT },
+      { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo, privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256' },
+    );
     const browser = new FormBrowser(server.url);
     await saml.validatePostResponseAsync(
       postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)),
@@ -386,10 +397,8 @@ describe('single logout', () => {
     );
     assert.equal((await browser.request('/account')).status, 200, 'still signed in');
 
-    const strict = await serviceProvider(
-      { slo_url: slo, want_signed_requests: true, certificate: SP_CERT },
-      { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo },
-    );
+    // An SP that signs none of its requests, its AuthnRequests taken unsigned: its LogoutRequests are not.
+    const strict = await serviceProvider({ slo_url: slo, certificate: SP_CERT }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
     const unsigned = await new FormBrowser(server.url).request(await strict.saml.getLogoutUrlAsync(someoneElse as never, '', {}), {
       headers: { 'accept-language': 'de' },
     });
@@ -402,14 +411,28 @@ describe('single logout', () => {
 
   it('takes a LogoutRequest over HTTP-POST too: the session cookie, which a cross-site POST lacks, is read on the GET it is sent on to', async () => {
     const slo = 'https://sp.example.com/saml/slo';
-    const { saml, entityId } = await serviceProvider({ slo_url: slo }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
+    const { saml, entityId } = await serviceProvider({ slo_url: slo, certificate: SP_CERT }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
     const browser = new FormBrowser(server.url);
     const { profile } = await saml.validatePostResponseAsync(
       postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)),
     );
     const xml = `<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_logout${counter}" Version="2.0" IssueInstant="${new Date().toISOString()}" Destination="${server.url}/saml/slo"><saml:Issuer>${entityId}</saml:Issuer><saml:NameID>${profile!.nameID}</saml:NameID></samlp:LogoutRequest>`;
+    // Signed in the XML as an SP signs a POSTed message (SAML Core §5.4): enveloped, one reference, after the Issuer.
+    const signer = new SignedXml({
+      privateKey: SP_KEY_PEM,
+      signatureAlgorithm: 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
+      canonicalizationAlgorithm: 'http://www.w3.org/2001/10/xml-exc-c14n#',
+    });
+    signer.addReference({
+      xpath: "/*[local-name(.)='LogoutRequest']",
+      transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', 'http://www.w3.org/2001/10/xml-exc-c14n#'],
+      digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256',
+    });
+    signer.computeSignature(xml, { prefix: 'ds', location: { reference: "/*/*[local-name(.)='Issuer']", action: 'after' } });
+    const unsigned = await new FormBrowser(server.url).request('/saml/slo', { form: { SAMLRequest: Buffer.from(xml).toString('base64') } });
+    assert.equal(unsigned.status, 400, 'unsigned, any page could post it');
     // What a browser sends cross-site: the form, without the session cookie.
-    const posted = await new FormBrowser(server.url).request('/saml/slo', { form: { SAMLRequest: Buffer.from(xml).toString('base64') } });
+    const posted = await new FormBrowser(server.url).request('/saml/slo', { form: { SAMLRequest: Buffer.from(signer.getSignedXml()).toString('base64') } });
     assert.equal(posted.status, 303, posted.html.slice(0, 300));
     const answer = await browser.request(posted.location!);
     assert.equal(answer.status, 303);

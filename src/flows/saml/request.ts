@@ -296,6 +296,13 @@ async function readRequest(
     throw error;
   }
   if (sp.wantSignedRequests && !signed) throw refuse('unsigned', "this SP's requests must be signed", sp.entityId);
+  // SAML Profiles §4.4.4.1: a LogoutRequest "MUST be signed" over HTTP-Redirect and HTTP-POST,
+  // whatever the SP asked for its AuthnRequests: an unsigned one could be sent by any page the
+  // person visits, and end their session here and at every SP of it. Refused before its ID is
+  // recorded. (An SP with no SingleLogoutService is refused for that, in readLogoutRequest; a
+  // LogoutResponse names the request it answers, InResponseTo, 160 random bits only its SP got.)
+  if (kind === 'LogoutRequest' && sp.sloUrl !== null && !signed)
+    throw refuse('unsigned', "a LogoutRequest must be signed (SAML Profiles §4.4.4.1): register the SP's signing certificate", sp.entityId);
   const request = signedElement ?? root;
   if (attribute(request, 'Version') !== '2.0') throw refuse('unsupported', 'Version must be 2.0', sp.entityId);
   const id = attribute(request, 'ID') ?? '';

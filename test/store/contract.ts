@@ -158,7 +158,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         nonce: 'n-0S6_WzA2Mj',
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
         authTime: T0 - MINUTE,
-        sid: 'sid-of-the-session',
+        sid: unique('sid-of-the-session'),
         createdAt: T0,
         expiresAt: T0 + MINUTE,
         consumedAt: null,
@@ -171,6 +171,18 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         acr: 'urn:tessera:acr:mfa',
         ...overrides,
       };
+      // The sign-in session it was issued in, live (a code is redeemed only while it is: LIVE_SESSION).
+      if (code.sid !== null)
+        await store.sessions.create({
+          idHash: unique('session-of-the-code'),
+          sid: code.sid,
+          userId,
+          authTime: T0 - MINUTE,
+          createdAt: T0 - MINUTE,
+          expiresAt: T0 + 365 * 24 * HOUR,
+          ip: null,
+          userAgent: null,
+        });
       await store.codes.create(code);
       return code;
     }
@@ -869,6 +881,27 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.refreshTokens.find(again.refreshToken.hash), null);
         assert.equal((await store.events.list({ clientId: code.clientId, limit: 10 })).length, 1);
         assert.deepEqual(await store.sessions.takeClients('sid-redeemed'), [code.clientId]);
+      });
+
+      it('neither consumes nor redeems a code whose sign-in session has ended, alone or in a batch, and records no client for it', async () => {
+        const code = await givenCode();
+        const other = await givenCode();
+        for (const session of (await store.sessions.listForUser(code.userId, T0)).filter((each) => each.sid === code.sid))
+          await store.sessions.remove(session.idHash);
+        const event = redeemedEvent(code);
+        const writes = { activeUntil: T0 + HOUR, sessionClient: { sid: code.sid!, expiresAt: T0 + HOUR }, event };
+        assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, writes), null);
+        const [alone, batched] = await Promise.all([
+          store.codes.consume(code.hash, bindingOf(code), T0 + SECOND),
+          store.codes.consume(other.hash, bindingOf(other), T0 + SECOND),
+        ]);
+        assert.deepEqual([alone, batched?.hash], [null, other.hash], 'the other code, its session live, is redeemed beside it');
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.deepEqual(await store.sessions.takeClients(code.sid!), []);
+        assert.deepEqual(await store.events.list({ clientId: code.clientId, limit: 10 }), []);
+        // A code issued outside any session (sid null) has none to end.
+        const sessionless = await givenCode({ sid: null });
+        assert.ok(await store.codes.consume(sessionless.hash, bindingOf(sessionless), T0 + SECOND));
       });
 
       it('neither consumes nor redeems a code whose grant is revoked, and writes nothing that would follow', async () => {

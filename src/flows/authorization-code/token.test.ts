@@ -70,6 +70,18 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
     if (options.grantId === undefined) await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope }, now));
     const code = randomToken(32);
     const verifier = options.verifier ?? randomToken(32);
+    // The sign-in session the code was issued in, live as the approval page leaves it.
+    if (options.sid !== undefined)
+      await world.store.sessions.create({
+        idHash: hashSecret(randomToken(32)),
+        sid: options.sid,
+        userId: user.id,
+        authTime: now,
+        createdAt: now,
+        expiresAt: now + world.config.lifetimes.session * 1000,
+        ip: null,
+        userAgent: null,
+      });
     await world.store.codes.create({
       hash: hashSecret(code),
       clientId: client.id,
@@ -175,6 +187,20 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
     const fresh = await issued();
     world.clock.advance(world.config.lifetimes.authorizationCode * 1000 - 1);
     assert.ok((await redeem(fresh)).access_token, 'a moment before it expires');
+  });
+
+  it('refuses a code whose sign-in session ended before it was redeemed, and leaves it for no logout to miss (Back-Channel Logout 1.0 §2.7)', async () => {
+    const sid = randomToken(16);
+    const code = await issued({ sid });
+    // The person signs out before the app redeems the code: the logout finds no client to tell.
+    const ended = (await world.store.sessions.listForUser(ada.id, world.clock.now())).filter((each) => each.sid === sid);
+    assert.equal(ended.length, 1);
+    for (const each of ended) await world.store.sessions.remove(each.idHash);
+    assert.deepEqual(await world.store.sessions.takeClients(sid), []);
+    await assert.rejects(redeem(code), (error: OAuthError) => error.code === 'invalid_grant' && /session .* has ended/.test(error.message));
+    assert.deepEqual(await world.store.sessions.takeClients(sid), [], 'no client recorded for a session that is gone');
+    // A code issued without a session (none to end) is redeemed as before.
+    assert.ok((await redeem(await issued())).id_token);
   });
 
   it('refuses every code of a grant revoked by the replay of another of its codes (one remembered grant, several codes)', async () => {

@@ -72,6 +72,11 @@ async function refuse(
       dpopJkt !== null ? 'the DPoP proof is not signed by the key the code is bound to (dpop_jkt)' : 'this code is bound to a DPoP key: send a DPoP proof',
     );
   }
+  // Everything the client sent matches: what refused the code is the session it was issued in,
+  // which has ended (sql/codes.ts LIVE_SESSION).
+  const challengeMatches = verifier === undefined ? found.codeChallenge === '' : found.codeChallenge === s256(verifier);
+  if (challengeMatches && found.sid !== null)
+    throw new OAuthError('invalid_grant', 'the sign-in session the code was issued in has ended (the person signed out)');
   if (found.codeChallenge === '') throw new OAuthError('invalid_grant', 'code_verifier was sent, but the authorization request had no code_challenge');
   if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required: the authorization request had a code_challenge');
   throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');

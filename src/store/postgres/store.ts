@@ -13,7 +13,7 @@ import { POSTGRES_DEFAULTS, type PostgresSettings } from '../../config/index.ts'
 import { CorruptRowError, jsonObject, stringList, text, type Row } from '../rows.ts';
 import type { Dialect, Params, Runner, SqlValue } from '../sql/dialect.ts';
 import { DEVICE_USER_CODE_CONFLICT, deviceFromRow, devicePollAssignments, pollOutcomeFromRow } from '../sql/devices.ts';
-import { codeFromRow } from '../sql/codes.ts';
+import { codeFromRow, LIVE_SESSION } from '../sql/codes.ts';
 import { eventParams } from '../sql/events.ts';
 import { refreshTokenFromRow, refreshTokenParams } from '../sql/tokens.ts';
 import { grantFromRow } from '../sql/grants.ts';
@@ -309,6 +309,7 @@ const CONSUME_CODES = `
     AND authorization_codes.code_challenge = redemptions.code_challenge
     AND (authorization_codes.dpop_jkt IS NULL OR authorization_codes.dpop_jkt = redemptions.dpop_jkt)
     AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
+    AND ${LIVE_SESSION('authorization_codes', 'redemptions.now')}
   RETURNING authorization_codes.*`;
 
 interface Redemption extends Readonly<Record<string, string | number | null>> {
@@ -433,6 +434,7 @@ const REDEEM_CODES = `
       AND authorization_codes.code_challenge = redemptions.code_challenge
       AND (authorization_codes.dpop_jkt IS NULL OR authorization_codes.dpop_jkt = redemptions.dpop_jkt)
       AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
+      AND ${LIVE_SESSION('authorization_codes', 'redemptions.now')}
     RETURNING authorization_codes.*
   ), ${REDEEMED.used}, ${REDEEMED.refreshed}, joined AS (
     INSERT INTO session_clients (sid, client_id, expires_at)

@@ -37,6 +37,17 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
   };
 }
 
+/**
+ * A code issued in a sign-in session (its `sid`) is redeemed only while a session with that sid
+ * lives: one the person signed out of before the app redeemed the code would otherwise give an
+ * ID token for a session no logout token will ever end (Back-Channel Logout 1.0 §2.7: the
+ * logout found no client to tell), as Keycloak refuses a code whose session is not active.
+ * Checked in the statement that redeems the code and records the session's client, so that a
+ * logout either comes after both or finds the code refused. `table` is the codes' name or alias.
+ */
+export const LIVE_SESSION = (table: string, now: string) =>
+  `(${table}.sid IS NULL OR EXISTS (SELECT 1 FROM sessions WHERE sessions.sid = ${table}.sid AND sessions.expires_at > ${now}))`;
+
 /** The statements, by name, in `d`'s SQL. */
 export function codesStatements(d: Dialect) {
   return {
@@ -58,6 +69,7 @@ export function codesStatements(d: Dialect) {
         AND client_id = :clientId AND redirect_uri = :redirectUri AND code_challenge = :codeChallenge
         AND (dpop_jkt IS NULL OR dpop_jkt = :dpopJkt)
         AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
+        AND ${LIVE_SESSION('authorization_codes', ':now')}
       RETURNING *`,
     getCode: 'SELECT * FROM authorization_codes WHERE hash = :hash',
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at < :before'),

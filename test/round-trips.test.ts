@@ -82,6 +82,17 @@ describePostgres('round trips to PostgreSQL per request', () => {
     const code = randomToken(32);
     const verifier = randomToken(32);
     await server.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.clientId, scope: ['openid', 'profile'] }, now));
+    // The sign-in session the code came from, live: a code is redeemed only while it is.
+    await server.store.sessions.create({
+      idHash: hashSecret(randomToken(32)),
+      sid: 'sid-round-trips',
+      userId: user.id,
+      authTime: now,
+      createdAt: now,
+      expiresAt: now + 3_600_000,
+      ip: null,
+      userAgent: null,
+    });
     await server.store.codes.create({
       hash: hashSecret(code),
       clientId: client.clientId,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import { ManualClock } from '../src/core/clock.ts';
+import { cookieNames } from '../src/flows/session/cookies.ts';
 import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/device.ts';
 import { assertApprovalPage } from './helpers/browser.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
@@ -148,6 +149,27 @@ describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
     const tokens = await poll(server, client, started.device_code);
     assert.equal(tokens.status, 200);
     assert.equal(decodeJwt(tokens.body['access_token'] as string).sub, other.id, 'the tokens are for the approval that won');
+  });
+
+  it('shows the approval again, deciding nothing, when the browser is signed in as someone else than the page was shown to', async () => {
+    const started = await startDevice(server, client);
+    const other = await server.addUser({ username: 'bob-in-another-tab', name: 'Bob in Another Tab' });
+    const browser = new BrowserAt(server.url, address());
+    const shownToGrace = await browser.reachApproval(started.user_code, user);
+    // In another tab of the same browser, Grace's session ends (she signs out) and Bob signs in.
+    browser.cookies.delete(cookieNames(server.config).session);
+    await browser.signIn(await browser.request('/login'), other);
+    const posted = await browser.submit(shownToGrace, '/device/approve', { decision: 'approve' });
+    assert.equal(posted.status, 303);
+    const again = await browser.follow(posted);
+    assertApprovalPage(again, '/device/approve');
+    assert.match(text(again), /Bob in Another Tab/, 'the page now says who is signed in');
+    assertPollError(await poll(server, client, started.device_code), 'authorization_pending');
+    // Decided from the page shown to Bob, it is Bob's.
+    assert.match(text(await browser.submit(again, '/device/approve', { decision: 'approve' })), /Device approved/);
+    clock.advance(10_000); // past the poll interval (RFC 8628 §3.5), not to be told slow_down
+    const tokens = await poll(server, client, started.device_code);
+    assert.equal(decodeJwt(tokens.body['access_token'] as string).sub, other.id);
   });
 
   it('refuses a code form posted without its CSRF token, or from another site', async () => {

@@ -9,7 +9,7 @@ import { decideDeviceRequest, findDeviceRequest, type CodeAttempt, type LockScop
 import { describeScope } from '../flows/resources.ts';
 import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { organizationPolicy, organizationsToChoose } from '../flows/organizations/choice.ts';
-import type { ClientRecord, DeviceAuthorizationRecord, Membership, UserRecord } from '../store/types.ts';
+import type { ClientRecord, DeviceAuthorizationRecord, Membership, SessionRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import type { MessageKey, Messages } from '../ui/i18n.ts';
 import { consentPage } from '../ui/pages.ts';
@@ -38,6 +38,9 @@ function single(params: RawParams, name: string): string {
   const value = params[name];
   return typeof value === 'string' ? value : '';
 }
+
+/** The approval form's field naming the sign-in session the page was shown in (its public `sid`). */
+const SHOWN_IN = 'shown_in';
 
 /**
  * The verification pages a person uses on a second screen (RFC 8628 §3.3): enter the code,
@@ -81,6 +84,7 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
     client: ClientRecord,
     user: UserRecord,
     memberships: readonly Membership[],
+    session: SessionRecord,
   ) {
     const userCode = formatUserCode(record.userCode);
     const access = await describeScope(deps.store, record.scope);
@@ -93,7 +97,10 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
       consentPage(ui, {
         csrf: csrfToken(deps.config, request, reply),
         action: DEVICE_APPROVAL_PATH,
-        fields: { user_code: userCode },
+        // The sign-in session the page was shown in: a decision posted from it once the browser
+        // is signed in as someone else (another tab signed out, then in as another person) would
+        // give the device to an account its approver never saw. The page is shown again instead.
+        fields: { user_code: userCode, [SHOWN_IN]: session.sid },
         clientName: client.name,
         ...unverifiedClient(client),
         access,
@@ -147,7 +154,7 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
       organizationPolicy(memberships),
     );
     if (refused) return refused;
-    return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user, memberships);
+    return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user, memberships, signedIn.session);
   });
 
   app.post(DEVICE_APPROVAL_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
@@ -156,8 +163,9 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
     const decision = single(form, 'decision');
     if (decision !== 'approve' && decision !== 'deny') throw new OAuthError('invalid_request', 'decision must be approve or deny');
     const signedIn = await signedInUser(deps, request);
-    if (!signedIn) {
-      // The session ended while the page was open: sign in again, then review again.
+    if (!signedIn || form[SHOWN_IN] !== signedIn.session.sid) {
+      // The session ended while the page was open, or the browser is now signed in as someone
+      // else (or again): sign in if need be, then review again, as whoever is signed in now.
       return reply.redirect(`${DEVICE_APPROVAL_PATH}?${new URLSearchParams({ user_code: typed.slice(0, 32) }).toString()}`, 303);
     }
     const memberships = await deps.store.organizations.membershipsOf(signedIn.user.id);
@@ -178,7 +186,7 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
         : { approve: false, userId: signedIn.user.id },
     );
     // Approved with no choice of theirs (none posted, or one not theirs): the page asks again.
-    if (result.kind === 'choose') return approvalPage(request, reply, result.record, result.client, signedIn.user, memberships);
+    if (result.kind === 'choose') return approvalPage(request, reply, result.record, result.client, signedIn.user, memberships, signedIn.session);
     if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);
     return pages.send(reply, 200, deviceDonePage(pages.ui(request, { user: signedIn.user.locale }), result.approved, result.client.name));
   });

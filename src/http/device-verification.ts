@@ -163,9 +163,12 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
     const decision = single(form, 'decision');
     if (decision !== 'approve' && decision !== 'deny') throw new OAuthError('invalid_request', 'decision must be approve or deny');
     const signedIn = await signedInUser(deps, request);
-    if (!signedIn || form[SHOWN_IN] !== signedIn.session.sid) {
+    // A decision made on a page shown in another session (the form names it; a post that is no
+    // page's form names none, and is decided by the rules below like any other).
+    const shownIn = form[SHOWN_IN];
+    if (!signedIn || (shownIn !== undefined && shownIn !== signedIn.session.sid)) {
       // The session ended while the page was open, or the browser is now signed in as someone
-      // else (or again): sign in if need be, then review again, as whoever is signed in now.
+      // else: sign in if need be, then review again, as whoever is signed in now.
       return reply.redirect(`${DEVICE_APPROVAL_PATH}?${new URLSearchParams({ user_code: typed.slice(0, 32) }).toString()}`, 303);
     }
     const memberships = await deps.store.organizations.membershipsOf(signedIn.user.id);

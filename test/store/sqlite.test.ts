@@ -37,21 +37,34 @@ storeContract('SQLite store', async () => {
   };
 });
 
-// A worker thread's store (TESSERA_WORKERS on SQLite): reads on its own connection, every write,
-// redemption and transaction through the writer over a MessagePort, here both ends in this thread.
-storeContract('SQLite store of a worker thread, writing through the writer', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'tessera-store-thread-'));
-  const path = join(dir, 'tessera.db');
+/**
+ * The writer of `path` and a worker thread's store writing through it (TESSERA_WORKERS on
+ * SQLite): the thread reads on its own connection and sends every write, redemption and
+ * transaction over a MessagePort, here both ends in this thread.
+ */
+function writerAndThread(path: string) {
   const writer = openSqliteWriter(path);
   const { port1, port2 } = new MessageChannel();
   const forget = writer.accept(port1);
-  const store = openSqliteThreadStore(path, port2);
+  const thread = openSqliteThreadStore(path, port2);
   return {
-    store,
-    async cleanup() {
-      await store.close();
+    writer,
+    thread,
+    async close() {
+      await thread.close();
       forget();
       await writer.store.close();
+    },
+  };
+}
+
+storeContract('SQLite store of a worker thread, writing through the writer', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-store-thread-'));
+  const { thread, close } = writerAndThread(join(dir, 'tessera.db'));
+  return {
+    store: thread,
+    async cleanup() {
+      await close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -378,11 +391,7 @@ describe('SQLite file shared by restarts, processes and threads', () => {
   it("reads a client again on the writer's own connection once a worker thread changed or removed it there", async () => {
     // Below four workers the main thread serves from the writer's store: a thread's write
     // commits on that very connection, which PRAGMA data_version never reports to itself.
-    const path = join(dir, 'client-records-threads.db');
-    const writer = openSqliteWriter(path);
-    const { port1, port2 } = new MessageChannel();
-    const forget = writer.accept(port1);
-    const thread = openSqliteThreadStore(path, port2);
+    const { writer, thread, close } = writerAndThread(join(dir, 'client-records-threads.db'));
     try {
       const client = deviceClient('changed-by-a-thread');
       await writer.store.clients.create(client);
@@ -395,9 +404,7 @@ describe('SQLite file shared by restarts, processes and threads', () => {
       assert.ok(await thread.clients.remove(client.id));
       assert.equal(await writer.store.clients.get(client.id), null, 'a client removed through a thread is gone for the main thread too');
     } finally {
-      await thread.close();
-      forget();
-      await writer.store.close();
+      await close();
     }
   });
 

@@ -217,6 +217,11 @@ describe('admin credentials that cannot grow themselves', () => {
         200,
         'a caller holding everything the role allows may',
       );
+      // Nor loosen or tighten the sign-in policy the operator's approvals are held to there.
+      const loosened = await call('PATCH', `/organizations/${id}`, orgs.token, { require_passkey: false });
+      assert.equal(loosened.status, 403, JSON.stringify(loosened.body));
+      assert.equal((await call('GET', `/organizations/${id}`, owner)).body['require_passkey'], true, 'unchanged');
+      assert.equal((await call('PATCH', `/organizations/${id}`, orgs.token, { name: 'Strict Org, renamed' })).status, 200, 'its name is no policy');
       assert.equal((await call('DELETE', `/organizations/${id}/members/org-operator`, orgs.token)).status, 403);
       assert.equal((await call('DELETE', `/organizations/${id}/members/org-person`, orgs.token)).status, 204);
     });

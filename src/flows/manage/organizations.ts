@@ -122,6 +122,15 @@ export async function getOrganization(deps: Pick<ManageDeps, 'store'>, idOrName:
 export async function updateOrganization(deps: ManageDeps, idOrName: string, input: OrganizationInput): Promise<OrganizationRecord> {
   const current = await getOrganization(deps, idOrName);
   const organization = await registration(deps, input, current);
+  // The sign-in policy is what its members' approvals must meet: changed, it changes them, and
+  // for a member who holds a console role that needs what a change of the person needs, as
+  // making them a member or ending their membership does (setOrganizationMember).
+  if (organization.requirePasskey !== current.requirePasskey || organization.requireSecondFactor !== current.requireSecondFactor) {
+    for (const member of await deps.store.organizations.members(organization.id)) {
+      const user = await deps.store.users.get(member.userId);
+      if (user !== null) checkMayChangeUser(deps.caller, user);
+    }
+  }
   try {
     if (!(await deps.store.organizations.update(organization))) throw notFound`no organization ${idOrName}`;
   } catch (error) {

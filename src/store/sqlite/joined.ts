@@ -16,7 +16,7 @@ import { grantFromRow } from '../sql/grants.ts';
 import { refreshTokenFromRow } from '../sql/tokens.ts';
 import { userFromRow } from '../sql/users.ts';
 import type { ColumnReader, Row } from '../rows.ts';
-import type { CodeExchange, RefreshExchange } from '../types.ts';
+import type { CodeExchange, GrantRecord, RefreshExchange, UserRecord } from '../types.ts';
 
 /** Every column of the code, its grant and its user (null columns for a grant or user gone). */
 export const FIND_FOR_EXCHANGE = `
@@ -67,22 +67,33 @@ export function joinedRows(statement: StatementSync, tables: readonly string[]):
   };
 }
 
-/** `findForExchange` over a prepared `FIND_FOR_EXCHANGE`. */
-export function exchangeReader(statement: StatementSync, read: ColumnReader): (hash: string) => CodeExchange | null {
-  const rows = joinedRows(statement, ['authorization_codes', 'grants', 'users']);
+/** A row of `table` as its record, under `K`, with its grant and its user as they are now. */
+type WithGrantAndUser<K extends string, T> = { readonly [k in K]: T } & { readonly grant: GrantRecord | null; readonly user: UserRecord | null };
+
+/**
+ * A reader of `table`'s row (a code, a refresh token) with its grant and its user, over a
+ * prepared `FIND_FOR_EXCHANGE` or `FIND_FOR_REFRESH`, the row as `fromRow` makes it, under `key`.
+ */
+function withGrantAndUser<K extends string, T>(
+  statement: StatementSync,
+  read: ColumnReader,
+  table: string,
+  key: K,
+  fromRow: (row: Row, read: ColumnReader) => T,
+): (hash: string) => WithGrantAndUser<K, T> | null {
+  const rows = joinedRows(statement, [table, 'grants', 'users']);
   return (hash) => {
-    const [code, grant, user] = rows({ hash }) ?? [];
-    if (!code) return null;
-    return { code: codeFromRow(code, read), grant: grant ? grantFromRow(grant, read) : null, user: user ? userFromRow(user, read) : null };
+    const [issued, grant, user] = rows({ hash }) ?? [];
+    if (!issued) return null;
+    const found = { [key]: fromRow(issued, read), grant: grant ? grantFromRow(grant, read) : null, user: user ? userFromRow(user, read) : null };
+    return found as WithGrantAndUser<K, T>;
   };
 }
 
+/** `findForExchange` over a prepared `FIND_FOR_EXCHANGE`. */
+export const exchangeReader = (statement: StatementSync, read: ColumnReader): ((hash: string) => CodeExchange | null) =>
+  withGrantAndUser(statement, read, 'authorization_codes', 'code', codeFromRow);
+
 /** `findForRefresh` over a prepared `FIND_FOR_REFRESH`. */
-export function refreshReader(statement: StatementSync, read: ColumnReader): (hash: string) => RefreshExchange | null {
-  const rows = joinedRows(statement, ['refresh_tokens', 'grants', 'users']);
-  return (hash) => {
-    const [token, grant, user] = rows({ hash }) ?? [];
-    if (!token) return null;
-    return { token: refreshTokenFromRow(token, read), grant: grant ? grantFromRow(grant, read) : null, user: user ? userFromRow(user, read) : null };
-  };
-}
+export const refreshReader = (statement: StatementSync, read: ColumnReader): ((hash: string) => RefreshExchange | null) =>
+  withGrantAndUser(statement, read, 'refresh_tokens', 'token', refreshTokenFromRow);

@@ -96,15 +96,11 @@ export function openSqliteWriter(path: string): SqliteWriter {
   // own requests (below four workers it serves too) are forgotten here, or a client removed,
   // its secret rotated or its redirect URIs changed through a thread would live on there.
   // A thread's transaction is forgotten by `store.transaction` itself.
-  const writesClients = new Map<StatementName, boolean>();
-  const changesClients = (name: StatementName) => {
-    let changes = writesClients.get(name);
-    if (changes === undefined) {
-      changes = CLIENT_WRITE.test(statementTexts[name]);
-      writesClients.set(name, changes);
-    }
-    return changes;
-  };
+  const clientWrites = new Set(
+    Object.entries(statements(sqliteDialect))
+      .filter(([, sql]) => CLIENT_WRITE.test(sql))
+      .map(([name]) => name),
+  );
   let transactions = 0;
   const accept = (port: MessagePort): (() => void) => {
     /** This thread's open transaction: how it ends, and its outcome once it has. */
@@ -116,7 +112,7 @@ export function openSqliteWriter(path: string): SqliteWriter {
         case 'all':
         case 'changed': {
           const done = outside[request.op](request.name, request.params);
-          return changesClients(request.name) ? done.finally(forgetClients) : done;
+          return clientWrites.has(request.name) ? done.finally(forgetClients) : done;
         }
         case 'redeem':
           return redeem(...(request.args as Parameters<typeof redeem>));
@@ -171,7 +167,6 @@ export function openSqliteWriter(path: string): SqliteWriter {
 
 /** A statement that writes the clients table (sql/clients.ts): what a kept client record is read from. */
 const CLIENT_WRITE = /^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+clients\b/i;
-const statementTexts = statements(sqliteDialect);
 
 /** How a transaction that its thread ended with a failure (its own, kept there) is rolled back. */
 const ENDED_BY_THREAD = new Error('rolled back by its thread');

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { addScimToken, removeScimToken } from '../src/flows/manage/scim-tokens.ts';
+import { createResetLink, findResetLink } from '../src/flows/users.ts';
 import { adminToken } from './helpers/fixtures.ts';
 import { discover, signIn } from './helpers/lifecycle.ts';
 import { manageDeps } from './helpers/manage.ts';
@@ -252,6 +253,26 @@ describe('a user through their whole life over SCIM', () => {
     assertError(await scim('PUT', `/Users/${id}`, { ...current, title: 'Stale' }, { 'if-match': etag }), 412);
     assert.equal((await scim('GET', `/Users/${id}`)).body['title'], 'Commodore');
     etag = put.headers.get('etag')!;
+  });
+
+  it('ends the reset links mailed to the old address when a PUT changes it, not when it keeps it', async () => {
+    const deps = manageDeps(server);
+    const person = (await server.store.users.get(id))!;
+    const mailed = new URL((await createResetLink(deps, person, 3600)).url).searchParams.get('token')!;
+    const current = (await scim('GET', `/Users/${id}`)).body;
+    const kept = await scim('PUT', `/Users/${id}`, { ...current, nickName: 'Still the same address' });
+    assert.equal(kept.status, 200, JSON.stringify(kept.body));
+    assert.ok(await findResetLink(deps, mailed), 'the address stays: the link stays');
+    const moved = await scim('PUT', `/Users/${id}`, { ...kept.body, emails: [{ value: 'moved.by.scim@example.com', primary: true }] });
+    try {
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      assert.equal(await findResetLink(deps, mailed), null, 'a link mailed to the old address would reach whoever reads it still');
+    } finally {
+      // The address as it was, for the tests after this one.
+      const back = await scim('PUT', `/Users/${id}`, { ...moved.body, emails: current['emails'] });
+      assert.equal(back.status, 200, JSON.stringify(back.body));
+      etag = back.headers.get('etag')!;
+    }
   });
 
   it('cuts the person off within a second of active false (Entra ID\'s "False"): UserInfo refuses their token', async () => {

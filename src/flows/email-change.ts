@@ -19,7 +19,7 @@ import { isRefusal } from './attempts.ts';
 import { transactionWithEvents } from './events.ts';
 import { mailAddress } from './mail/outbox.ts';
 import { reserveMailedLink } from './recovery.ts';
-import { mailLocale, type AccountDeps } from './users.ts';
+import { endMailedLinks, mailLocale, type AccountDeps } from './users.ts';
 
 /** Whether a person may change their address themselves: only where the link can be mailed. */
 export function emailChangeOffered(deps: Pick<AccountDeps, 'mail'>): boolean {
@@ -99,10 +99,7 @@ export async function verifyEmailChange(deps: AccountDeps, token: string): Promi
     const now = Math.max(deps.clock.now(), user.updatedAt + 1);
     const used = await tx.emailChanges.consume(found.change.tokenHash, deps.clock.now());
     if (used === null) return { kind: 'invalid_link' };
-    await tx.emailChanges.spendAllForUser(user.id, now);
-    // A reset link mailed to the old address must not outlive it: whoever still reads that
-    // mailbox could otherwise set the password of the account that has left it.
-    await tx.passwordResets.spendAllForUser(user.id, now);
+    await endMailedLinks(tx, user.id, now);
     await tx.users.update(user.id, { email: used.email, emailVerified: true }, now);
     const changed = await record({ type: 'user.email_changed', userId: user.id, username: user.username, detail: { by: 'email' } });
     // As an operator's change is announced: webhooks' user.updated, CAEP token-claims-change.

@@ -119,6 +119,21 @@ export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<S
  * now. With `expectedUpdatedAt` (an If-Match), only if the user is still at that version:
  * false, with nothing written, when they changed since.
  */
+/** Whether `next` is another address than `current` (addresses compare without case; none is ''). */
+export function addressChanged(current: string | null, next: string | null): boolean {
+  return (next ?? '').toLowerCase() !== (current ?? '').toLowerCase();
+}
+
+/**
+ * When a person's address changes, whoever set it: what was mailed to the old one ends, the
+ * reset links (whoever still reads that mailbox could set the password of the account that has
+ * left it) and a change waiting to be confirmed (it would undo this one).
+ */
+export async function endMailedLinks(tx: Stores, userId: string, now: number): Promise<void> {
+  await tx.emailChanges.spendAllForUser(userId, now);
+  await tx.passwordResets.spendAllForUser(userId, now);
+}
+
 export async function updateUser(
   deps: AccountDeps,
   user: UserRecord,
@@ -128,18 +143,13 @@ export async function updateUser(
 ): Promise<boolean> {
   // Always later than the version read, so that every change gives a new entity tag.
   const now = Math.max(deps.clock.now(), user.updatedAt + 1);
-  const emailChanged = changes.email !== undefined && (changes.email ?? '').toLowerCase() !== (user.email ?? '').toLowerCase();
+  const emailChanged = changes.email !== undefined && addressChanged(user.email, changes.email);
   // A new address is verified only when the operator says so: the old one's verification says
   // nothing of it (OIDC Core §5.1 email_verified).
   const stored = emailChanged && changes.emailVerified === undefined ? { ...changes, emailVerified: false } : changes;
   return transactionWithEvents(deps, async (tx, record) => {
     if (expectedUpdatedAt !== undefined && !(await tx.users.touch(user.id, expectedUpdatedAt, now))) return false;
-    // A change the person asked for and has not confirmed would undo the operator's; a reset
-    // link mailed to the old address must not outlive it.
-    if (emailChanged) {
-      await tx.emailChanges.spendAllForUser(user.id, now);
-      await tx.passwordResets.spendAllForUser(user.id, now);
-    }
+    if (emailChanged) await endMailedLinks(tx, user.id, now);
     if (Object.keys(changes).length > 0) {
       await tx.users.update(user.id, stored, now);
       await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });

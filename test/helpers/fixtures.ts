@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import * as oidc from 'openid-client';
+import type { Clock } from '../../src/core/clock.ts';
 import { createClient } from '../../src/flows/manage/clients.ts';
 import { runTessera } from './cli.ts';
 import { manageDeps } from './manage.ts';
@@ -68,7 +69,7 @@ export async function startWithMail(options: TestServerOptions = {}): Promise<{ 
  * client_credentials grant for the resource <issuer>/admin.
  */
 export async function adminToken(
-  server: Pick<TestServer, 'url' | 'config' | 'store'>,
+  server: Pick<TestServer, 'url' | 'config' | 'store'> & { readonly clock?: Clock },
   scope: string,
   name = `CI ${scope}`,
 ): Promise<{ token: string; clientId: string }> {

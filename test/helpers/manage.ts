@@ -1,4 +1,4 @@
-import { systemClock } from '../../src/core/clock.ts';
+import { systemClock, type Clock } from '../../src/core/clock.ts';
 import { Events } from '../../src/core/events.ts';
 import { OWNER } from '../../src/flows/manage/authority.ts';
 import type { ManageDeps } from '../../src/flows/manage/deps.ts';
@@ -6,14 +6,20 @@ import { setDisabled } from '../../src/flows/manage/users.ts';
 import type { AuditEvent } from '../../src/core/events.ts';
 import type { TestServer } from './server.ts';
 
-/** The management operations' dependencies over a test server's store, as the command gives them. */
-export function manageDeps(server: Pick<TestServer, 'store' | 'config'>): ManageDeps {
+/**
+ * The management operations' dependencies over a test server's store, as the command gives them,
+ * on the server's clock: a client made here and a token the server issues for it are dated alike,
+ * as they are in one process (a frozen server clock behind the system's made a fresh client's
+ * token look older than the client).
+ */
+export function manageDeps(server: Pick<TestServer, 'store' | 'config'> & { readonly clock?: Clock }): ManageDeps {
+  const clock = server.clock ?? systemClock;
   return {
     store: server.store,
-    clock: systemClock,
+    clock,
     config: server.config,
     caller: OWNER,
-    events: new Events(systemClock, server.store.events, []),
+    events: new Events(clock, server.store.events, []),
     tellApps: async () => 0,
   };
 }

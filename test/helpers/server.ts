@@ -94,6 +94,8 @@ export interface TestServer {
   readonly store: Store;
   readonly keys: KeyManager;
   readonly app: FastifyInstance;
+  /** The server's clock (the system's unless the test gave one): what its records and tokens are dated by. */
+  readonly clock: Clock;
   /**
    * Stops the app and closes the store, then opens the database again and serves a new app
    * on the same address: a restart, with nothing kept but what the database holds.
@@ -230,6 +232,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   return {
     url: config.issuer,
     config,
+    clock,
     get store() {
       return running.store;
     },

@@ -203,6 +203,25 @@ describe('changing one’s e-mail address', () => {
     assert.match(text(refused.html), /Too many links were asked for\./);
   });
 
+  it('asks a sign-in older than 15 minutes to sign in again, mails nothing, then comes back to the account page', async () => {
+    const user = await server.addUser({ username: 'ida', email: 'ida@example.com', profile: { emailVerified: true } });
+    const { browser, page } = await signedIn(user);
+    clock.advance(16 * 60_000);
+    try {
+      const stale = await ask(browser, page, 'ida@elsewhere.example');
+      assert.equal(stale.status, 401);
+      assert.match(text(stale.html), /To change your e-mail address, sign in again: your sign-in is more than 15 minutes old\./);
+      assert.equal(await server.store.emailChanges.pendingFor(user.id, clock.now()), null, 'nothing asked for, nothing mailed');
+      const back = await browser.follow(await browser.submit(stale, '/login', { username: user.username, password: user.password }));
+      assert.equal(back.status, 200);
+      assert.equal(new URL(back.url).pathname, '/account');
+      assert.equal((await ask(browser, back, 'ida@elsewhere.example')).status, 303, 'the new sign-in may');
+      await mailTo('ida@elsewhere.example');
+    } finally {
+      clock.advance(-16 * 60_000);
+    }
+  });
+
   it('writes the mail in the person’s language', async () => {
     const user = await server.addUser({ username: 'marie', email: 'marie@example.com', profile: { emailVerified: true, locale: 'fr' } });
     const { browser, page } = await signedIn(user);

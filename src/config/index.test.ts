@@ -10,7 +10,13 @@ describe('loadConfig', () => {
     assert.match(config.database, /data[/\\]tessera\.db$/);
     assert.equal(config.device.codeLifetime, 600);
     assert.equal(config.device.interval, 5);
-    assert.deepEqual(config.secondFactor, { required: false, ceremonyTimeout: 300, consoleReauthenticate: 900, pendingSignInTimeout: 300 });
+    assert.deepEqual(config.secondFactor, {
+      required: false,
+      ceremonyTimeout: 300,
+      consoleReauthenticate: 900,
+      accountReauthenticate: 900,
+      pendingSignInTimeout: 300,
+    });
   });
 
   it('turns TESSERA_REQUIRE_SECOND_FACTOR on with on, true, yes or 1', () => {

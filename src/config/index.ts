@@ -109,6 +109,7 @@ export function loadConfig(env: Env = process.env): Config {
       ceremonyTimeout: s.TESSERA_WEBAUTHN_TIMEOUT,
       pendingSignInTimeout: s.TESSERA_SECOND_FACTOR_TIMEOUT,
       consoleReauthenticate: s.TESSERA_CONSOLE_REAUTHENTICATE,
+      accountReauthenticate: s.TESSERA_ACCOUNT_REAUTHENTICATE,
     },
     upstream: { timeout: s.TESSERA_UPSTREAM_TIMEOUT, signInTimeout: s.TESSERA_UPSTREAM_SIGN_IN_TIMEOUT },
     clientAuth: {

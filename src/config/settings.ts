@@ -424,6 +424,15 @@ export const SETTINGS = [
       'how long after signing in an operator may make changes in the console at `/console` before being asked to sign in again (with a passkey or a one-time code), seconds',
   },
   {
+    name: 'TESSERA_ACCOUNT_REAUTHENTICATE',
+    type: 'integer',
+    default: 900,
+    min: 60,
+    max: DAY,
+    description:
+      'how long after signing in a person may change their e-mail address on `/account` before being asked to sign in again, seconds: a browser left signed in cannot move the address, and with it the password reset, elsewhere',
+  },
+  {
     name: 'TESSERA_WEBAUTHN_TIMEOUT',
     type: 'integer',
     default: 300,

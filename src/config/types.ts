@@ -375,6 +375,11 @@ export interface SecondFactorSettings {
    * be for a change in the console; an older one is asked again, as `max_age` asks.
    */
   readonly consoleReauthenticate: number;
+  /**
+   * `TESSERA_ACCOUNT_REAUTHENTICATE` seconds (default 900): how old a person's sign-in may be
+   * for a change of their e-mail address on the account page; an older one is asked again.
+   */
+  readonly accountReauthenticate: number;
 }
 
 /** Upstream identity providers and directories (docs/identity-providers.md). */

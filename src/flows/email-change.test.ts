@@ -54,7 +54,9 @@ describe("changing one's own e-mail address", () => {
     return link.searchParams.get('token')!;
   }
 
-  const ask = (user: UserRecord, email: string, ip = '198.51.100.7') => requestEmailChange(deps, user, { email, ip, locale: 'en' });
+  /** Asked from a session that signed in just now. */
+  const ask = (user: UserRecord, email: string, ip = '198.51.100.7') =>
+    requestEmailChange(deps, user, { email, ip, locale: 'en', signedInAt: world.clock.now() });
 
   it('mails a link to the new address; following it sets the address, verified, tells the old one, and works once', async () => {
     const user = await person();
@@ -75,6 +77,19 @@ describe("changing one's own e-mail address", () => {
 
     assert.deepEqual(await verifyEmailChange(deps, token), { kind: 'invalid_link' }, 'single use');
     assert.equal(await pendingEmailChange(deps, { ...user, ...changed }), null);
+  });
+
+  it('asks a sign-in older than TESSERA_ACCOUNT_REAUTHENTICATE (15 minutes by default) to sign in again, and mails nothing', async () => {
+    const user = await person();
+    const signedInAt = world.clock.now();
+    const askAt = (minutesLater: number) => {
+      world.clock.set(signedInAt + minutesLater * 60_000);
+      return requestEmailChange(deps, user, { email: 'elsewhere@example.com', ip: '198.51.100.7', locale: 'en', signedInAt });
+    };
+    assert.deepEqual(await askAt(16), { kind: 'sign-in-again' }, 'a browser left signed in does not move the address');
+    assert.deepEqual(await mailed(user, 'user.email_change_requested'), []);
+    assert.equal(await pendingEmailChange(deps, user), null);
+    assert.deepEqual(await askAt(15), { kind: 'sent', email: 'elsewhere@example.com' }, 'fifteen minutes is still recent');
   });
 
   it('ends the reset links mailed to the old address once the new one is confirmed', async () => {
@@ -134,9 +149,17 @@ describe("changing one's own e-mail address", () => {
     assert.deepEqual(await mailed(unverified, 'user.email_changed'), [], 'no notice when the address stays the same');
     assert.deepEqual(await verifyEmailChange(deps, 'made-up-token'), { kind: 'invalid_link' });
     assert.deepEqual(await verifyEmailChange(deps, 'x'.repeat(129)), { kind: 'invalid_link' });
-    assert.deepEqual(await requestEmailChange({ ...deps, mail: undefined }, user, { email: 'new@example.com', ip: '198.51.100.7', locale: 'en' }), {
-      kind: 'unavailable',
-    });
+    assert.deepEqual(
+      await requestEmailChange({ ...deps, mail: undefined }, user, {
+        email: 'new@example.com',
+        ip: '198.51.100.7',
+        locale: 'en',
+        signedInAt: world.clock.now(),
+      }),
+      {
+        kind: 'unavailable',
+      },
+    );
   });
 
   it('lets one of several concurrent followers of a link use it', async () => {

@@ -10,6 +10,13 @@
  * Each request is charged to the network address it came from and to the e-mail address it
  * names, on the budgets of "Forgot password?" (flows/recovery.ts): mail aimed at one inbox is
  * counted the same whichever page asked for it.
+ *
+ * The address is where "Forgot password?" sends its link, so moving it hands over the account:
+ * only a recent sign-in may ask (`TESSERA_ACCOUNT_REAUTHENTICATE`), as OWASP ASVS 4.0.3 §3.7.1
+ * asks: "Verify the application ensures a full, valid login session or requires
+ * re-authentication or secondary verification before allowing any sensitive transactions or
+ * account modifications." A browser left signed in, or a stolen session cookie, would
+ * otherwise move the address to an inbox of its own and then reset the password.
  */
 import type { Locale } from '../config/locales.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
@@ -32,15 +39,29 @@ export type EmailChangeResult =
   /** The account has this address, verified, already. */
   | { readonly kind: 'same' }
   | { readonly kind: 'limited'; readonly retryAfterSeconds: number }
+  /** The session's sign-in is older than `TESSERA_ACCOUNT_REAUTHENTICATE`: sign in again first. */
+  | { readonly kind: 'sign-in-again' }
   | { readonly kind: 'unavailable' };
+
+/** Whether a sign-in made at `authTime` is recent enough to change the account's address. */
+export function recentEnoughForEmailChange(deps: Pick<AccountDeps, 'config' | 'clock'>, authTime: number): boolean {
+  return deps.clock.now() - authTime <= deps.config.secondFactor.accountReauthenticate * 1000;
+}
 
 export async function requestEmailChange(
   deps: AccountDeps,
   user: UserRecord,
-  input: { readonly email: string; readonly ip: string; readonly locale: Locale },
+  input: {
+    readonly email: string;
+    readonly ip: string;
+    readonly locale: Locale;
+    /** When the asking session signed in (its `auth_time`), in milliseconds. */
+    readonly signedInAt: number;
+  },
 ): Promise<EmailChangeResult> {
   const { mail } = deps;
   if (mail === undefined) return { kind: 'unavailable' };
+  if (!recentEnoughForEmailChange(deps, input.signedInAt)) return { kind: 'sign-in-again' };
   const email = mailAddress(input.email);
   if (email === null) return { kind: 'invalid' };
   // The address the account has, unverified, may be asked for: the link then verifies it.

@@ -182,10 +182,29 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const raw = rawForm(request)['email'];
     const typed = typeof raw === 'string' ? raw.slice(0, 320) : '';
     const ui = pages.ui(request, { user: signedIn.user.locale });
-    const result = await requestEmailChange(forRequest(deps, request), signedIn.user, { email: typed, ip: request.ip, locale: ui.t.locale });
+    const result = await requestEmailChange(forRequest(deps, request), signedIn.user, {
+      email: typed,
+      ip: request.ip,
+      locale: ui.t.locale,
+      signedInAt: signedIn.session.authTime,
+    });
     switch (result.kind) {
       case 'unavailable':
         return reply.callNotFound();
+      case 'sign-in-again':
+        // The sign-in page, then back here to ask again: the address typed is not carried, so
+        // that no link can arrive with one filled in.
+        return pages.signIn(
+          request,
+          reply,
+          401,
+          {
+            returnTo: ACCOUNT_PATH,
+            notice: ui.t.text('account.email.signInAgain', { minutes: Math.round(deps.config.secondFactor.accountReauthenticate / 60) }),
+            username: signedIn.user.username,
+          },
+          { user: signedIn.user.locale },
+        );
       case 'invalid':
         return render(request, reply, signedIn, { emailError: { key: 'account.email.invalid', typed }, status: 400 });
       case 'same':

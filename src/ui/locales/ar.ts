@@ -397,6 +397,8 @@ const ar: Catalogue = {
   'account.email.submit': 'تغيير العنوان',
   'account.email.invalid': 'أدخل عنوان بريد إلكتروني، مثل name@example.com.',
   'account.email.same': 'هذا هو عنوانك بالفعل.',
+  'account.email.signInAgain':
+    'لتغيير عنوان بريدك الإلكتروني، سجّل الدخول مرة أخرى: مضى على تسجيل دخولك أكثر من {minutes, plural, zero {# دقيقة} one {دقيقة واحدة} two {دقيقتين} few {# دقائق} many {# دقيقةً} other {# دقيقة}}. بعد ذلك تعود إلى صفحة حسابك.',
   'account.email.limited':
     'طُلب عدد كبير جدًا من الروابط. انتظر {minutes, plural, zero {# دقيقة} one {دقيقة واحدة} two {دقيقتين} few {# دقائق} many {# دقيقةً} other {# دقيقة}}، ثم حاول مرة أخرى.',
   'account.notice.emailSent': 'أرسلنا رابطًا إلى عنوانك الجديد. يتغير عنوانك عندما تفتحه.',

@@ -420,6 +420,8 @@ const de: Catalogue = {
   'account.email.submit': 'Adresse ändern',
   'account.email.invalid': 'Geben Sie eine E-Mail-Adresse ein, zum Beispiel name@example.com.',
   'account.email.same': 'Das ist bereits Ihre Adresse.',
+  'account.email.signInAgain':
+    'Um Ihre E-Mail-Adresse zu ändern, melden Sie sich erneut an: Ihre Anmeldung ist älter als {minutes, plural, one {# Minute} other {# Minuten}}. Danach kehren Sie zu Ihrem Konto zurück.',
   'account.email.limited':
     'Es wurden zu viele Links angefordert. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut.',
   'account.notice.emailSent': 'Wir haben einen Link an Ihre neue Adresse gesendet. Ihre Adresse ändert sich, wenn Sie ihm folgen.',

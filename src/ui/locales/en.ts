@@ -193,6 +193,8 @@ const en = {
   'account.email.submit': 'Change the address',
   'account.email.invalid': 'Enter an e-mail address, such as name@example.com.',
   'account.email.same': 'That is your address already.',
+  'account.email.signInAgain':
+    'To change your e-mail address, sign in again: your sign-in is more than {minutes, plural, one {# minute} other {# minutes}} old. You come back to your account page.',
   'account.email.limited': 'Too many links were asked for. Wait {minutes, plural, one {# minute} other {# minutes}}, then try again.',
   'account.notice.emailSent': 'We sent a link to your new address. Your address changes when you follow it.',
   'account.password.heading': 'Change password',

@@ -411,6 +411,8 @@ const es: Catalogue = {
   'account.email.submit': 'Cambiar la dirección',
   'account.email.invalid': 'Escribe una dirección de correo, como nombre@example.com.',
   'account.email.same': 'Esa ya es tu dirección.',
+  'account.email.signInAgain':
+    'Para cambiar tu dirección de correo, vuelve a iniciar sesión: tu inicio de sesión tiene más de {minutes, plural, one {# minuto} other {# minutos}}. Después volverás a la página de tu cuenta.',
   'account.email.limited': 'Se han pedido demasiados enlaces. Espera {minutes, plural, one {# minuto} other {# minutos}} y vuelve a intentarlo.',
   'account.notice.emailSent': 'Hemos enviado un enlace a tu nueva dirección. Tu dirección cambia cuando lo sigues.',
   'mail.emailChange.subject': 'Confirma tu nueva dirección de correo para {site}',

@@ -415,6 +415,8 @@ const fr: Catalogue = {
   'account.email.submit': 'Changer d’adresse',
   'account.email.invalid': 'Saisissez une adresse e-mail, par exemple nom@example.com.',
   'account.email.same': 'C’est déjà votre adresse.',
+  'account.email.signInAgain':
+    'Pour changer votre adresse e-mail, reconnectez-vous : votre connexion date de plus de {minutes, plural, one {# minute} other {# minutes}}. Vous reviendrez ensuite à la page de votre compte.',
   'account.email.limited': 'Trop de liens ont été demandés. Attendez {minutes, plural, one {# minute} other {# minutes}}, puis réessayez.',
   'account.notice.emailSent': 'Nous avons envoyé un lien à votre nouvelle adresse. Votre adresse change lorsque vous le suivez.',
   'mail.emailChange.subject': 'Confirmez votre nouvelle adresse e-mail pour {site}',

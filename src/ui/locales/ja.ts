@@ -400,6 +400,8 @@ const ja: Catalogue = {
   'account.email.submit': 'アドレスを変更',
   'account.email.invalid': 'name@example.com のようなメールアドレスを入力してください。',
   'account.email.same': 'それはすでにあなたのアドレスです。',
+  'account.email.signInAgain':
+    'メールアドレスを変更するには、もう一度サインインしてください。前回のサインインから{minutes, plural, other {#分}}以上経っています。サインイン後、アカウントページに戻ります。',
   'account.email.limited': 'リンクの要求が多すぎます。{minutes, plural, other {# 分}}待ってから、もう一度お試しください。',
   'account.notice.emailSent': '新しいアドレスにリンクを送りました。リンクを開くとアドレスが変わります。',
   'mail.emailChange.subject': '{site} の新しいメールアドレスを確認してください',

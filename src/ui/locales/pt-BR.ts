@@ -405,6 +405,8 @@ const ptBR: Catalogue = {
   'account.email.submit': 'Alterar o endereço',
   'account.email.invalid': 'Digite um endereço de e-mail, como nome@example.com.',
   'account.email.same': 'Esse já é o seu endereço.',
+  'account.email.signInAgain':
+    'Para mudar seu endereço de e-mail, entre de novo: sua entrada tem mais de {minutes, plural, one {# minuto} other {# minutos}}. Depois você volta à página da sua conta.',
   'account.email.limited': 'Foram pedidos links demais. Aguarde {minutes, plural, one {# minuto} other {# minutos}} e tente de novo.',
   'account.notice.emailSent': 'Enviamos um link para o seu novo endereço. Seu endereço muda quando você o segue.',
   'mail.emailChange.subject': 'Confirme seu novo endereço de e-mail para {site}',

@@ -375,6 +375,7 @@ const zhHans: Catalogue = {
   'account.email.submit': '更改地址',
   'account.email.invalid': '请输入电子邮件地址，例如 name@example.com。',
   'account.email.same': '这已经是你的地址。',
+  'account.email.signInAgain': '要更改你的电子邮件地址，请重新登录：你的登录已超过{minutes, plural, other {# 分钟}}。登录后将回到你的账户页面。',
   'account.email.limited': '请求的链接过多。请等待 {minutes, plural, other {# 分钟}}后再试。',
   'account.notice.emailSent': '我们已向你的新地址发送链接。打开链接后你的地址即会更改。',
   'mail.emailChange.subject': '确认你在 {site} 的新电子邮件地址',

@@ -120,8 +120,9 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
     );
   }
 
-  // RFC 8628 §3.3.1: verification_uri_complete pre-fills the code; the person still
-  // confirms it, so that a link alone never leads to an approval page.
+  // RFC 8628 §3.3.1: verification_uri_complete pre-fills the code, and the person presses
+  // Continue. The approval page is what protects a person sent a link (it may be linked to
+  // as well): it shows the code to compare with the device's screen, as §3.3.1 asks.
   app.get(DEVICE_VERIFICATION_PATH, { config: { page: true } }, async (request, reply) => {
     const value = single(request.query as RawParams, 'user_code').slice(0, 32);
     return pages.send(reply, 200, deviceCodePage(pages.ui(request), { csrf: csrfToken(deps.config, request, reply), value }));

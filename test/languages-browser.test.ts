@@ -56,10 +56,11 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
   const ui: Ui = { site, t: messages(locale), here: '/' };
   const { t } = ui;
   const csrf = 'c'.repeat(43);
-  const security = (totpEnabled: boolean, mayChange = true, removable = true) =>
+  const security = (totpEnabled: boolean, changeRefusal: 'prove-first' | 'sign-in-again' | null = null, removable = true) =>
     securitySection(ui, {
       csrf,
-      mayChange,
+      changeRefusal,
+      reauthenticateMinutes: 15,
       passkeysAvailable: true,
       passkeys: [{ id: 'pk1', name: 'Pixel 9', createdAt: T, lastUsedAt: null, synced: true, removable }],
       totpEnabled,
@@ -157,7 +158,7 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
       connections: [],
       sessions: [],
       activity: [],
-      security: security(false, true, false),
+      security: security(false, null, false),
     }),
     'account, password alone after a second factor': accountPage(ui, {
       csrf,
@@ -165,7 +166,15 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
       connections: [],
       sessions: [],
       activity: [],
-      security: security(true, false),
+      security: security(true, 'prove-first'),
+    }),
+    'account, a sign-in too old to change a second factor': accountPage(ui, {
+      csrf,
+      signedInAs: 'ada',
+      connections: [],
+      sessions: [],
+      activity: [],
+      security: security(true, 'sign-in-again'),
     }),
     'one-time code': secondFactorPage(ui, { csrf, returnTo: '/', error: t.text('code.error.wrong') }),
     'authenticator setup': totpSetupPage(ui, {

@@ -284,6 +284,34 @@ describe('one-time codes after the password', () => {
     const { page } = await signInWithPassword(server, user);
     assert.equal(page.status, 303);
   });
+
+  it('asks a sign-in older than 15 minutes to sign in again before a second factor is set up or turned off, and links to the sign-in page', async () => {
+    const user = await server.addUser();
+    const { browser, secret } = await enrol(server, user, clock);
+    clock.advance(16 * 60_000);
+    try {
+      const account = await browser.follow(await browser.request('/account'));
+      const text = account.html.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
+      assert.match(text, /To add or remove a passkey or one-time codes, sign in again: your sign-in is more than 15 minutes old\./);
+      assert.doesNotMatch(account.html, /action="\/account\/totp\/remove"/, 'no button whose post would be refused');
+      const csrf = browser.form(account, '/account/password').fields['csrf_token']!;
+      const refused = await browser.request('/account/totp/remove', { form: { csrf_token: csrf } });
+      assert.equal(refused.status, 403, 'a post made anyway');
+      assert.ok(await server.store.totp.get(user.id), 'the codes stay on');
+      // The page's link: the sign-in page though the browser is signed in, then the password and a code, and back.
+      const link = /<a href="([^"]+)">Sign in again<\/a>/.exec(account.html)![1]!.replace(/&amp;/g, '&');
+      const signInPage = await browser.request(link);
+      assert.equal(signInPage.status, 200);
+      const codePage = await browser.submit(signInPage, '/login', { username: user.username, password: user.password });
+      assert.equal(codePage.status, 200, 'the one-time code is asked next');
+      const back = await browser.follow(await browser.submit(codePage, '/login/second-factor', { code: totp(secret, clock.now()) }));
+      assert.equal(new URL(back.url).pathname, '/account');
+      const off = await browser.submit(back, '/account/totp/remove', {});
+      assert.equal(off.location, '/account?notice=totp-removed', 'the new sign-in may');
+    } finally {
+      clock.advance(-16 * 60_000);
+    }
+  });
 });
 
 describe("one-time codes under the operator's name (TESSERA_SITE_NAME)", () => {

@@ -430,7 +430,7 @@ export const SETTINGS = [
     min: 60,
     max: DAY,
     description:
-      'how long after signing in a person may change their e-mail address on `/account` before being asked to sign in again, seconds: a browser left signed in cannot move the address, and with it the password reset, elsewhere',
+      'how long after signing in a person may change their e-mail address, passkeys or one-time codes on `/account` before being asked to sign in again, seconds: a browser left signed in cannot move the address (and with it the password reset) elsewhere, or add a passkey of its own',
   },
   {
     name: 'TESSERA_WEBAUTHN_TIMEOUT',

@@ -377,7 +377,8 @@ export interface SecondFactorSettings {
   readonly consoleReauthenticate: number;
   /**
    * `TESSERA_ACCOUNT_REAUTHENTICATE` seconds (default 900): how old a person's sign-in may be
-   * for a change of their e-mail address on the account page; an older one is asked again.
+   * for a change of their e-mail address, passkeys or one-time codes on the account page; an
+   * older one is asked again.
    */
   readonly accountReauthenticate: number;
 }

@@ -12,11 +12,7 @@
  * counted the same whichever page asked for it.
  *
  * The address is where "Forgot password?" sends its link, so moving it hands over the account:
- * only a recent sign-in may ask (`TESSERA_ACCOUNT_REAUTHENTICATE`), as OWASP ASVS 4.0.3 §3.7.1
- * asks: "Verify the application ensures a full, valid login session or requires
- * re-authentication or secondary verification before allowing any sensitive transactions or
- * account modifications." A browser left signed in, or a stolen session cookie, would
- * otherwise move the address to an inbox of its own and then reset the password.
+ * only a recent sign-in may ask (`recentEnoughForAccountChange`, TESSERA_ACCOUNT_REAUTHENTICATE).
  */
 import type { Locale } from '../config/locales.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
@@ -26,6 +22,7 @@ import { isRefusal } from './attempts.ts';
 import { transactionWithEvents } from './events.ts';
 import { mailAddress } from './mail/outbox.ts';
 import { reserveMailedLink } from './recovery.ts';
+import { recentEnoughForAccountChange } from './second-factor/policy.ts';
 import { endMailedLinks, mailLocale, type AccountDeps } from './users.ts';
 
 /** Whether a person may change their address themselves: only where the link can be mailed. */
@@ -43,11 +40,6 @@ export type EmailChangeResult =
   | { readonly kind: 'sign-in-again' }
   | { readonly kind: 'unavailable' };
 
-/** Whether a sign-in made at `authTime` is recent enough to change the account's address. */
-export function recentEnoughForEmailChange(deps: Pick<AccountDeps, 'config' | 'clock'>, authTime: number): boolean {
-  return deps.clock.now() - authTime <= deps.config.secondFactor.accountReauthenticate * 1000;
-}
-
 export async function requestEmailChange(
   deps: AccountDeps,
   user: UserRecord,
@@ -61,7 +53,7 @@ export async function requestEmailChange(
 ): Promise<EmailChangeResult> {
   const { mail } = deps;
   if (mail === undefined) return { kind: 'unavailable' };
-  if (!recentEnoughForEmailChange(deps, input.signedInAt)) return { kind: 'sign-in-again' };
+  if (!recentEnoughForAccountChange(deps, input.signedInAt)) return { kind: 'sign-in-again' };
   const email = mailAddress(input.email);
   if (email === null) return { kind: 'invalid' };
   // The address the account has, unverified, may be asked for: the link then verifies it.

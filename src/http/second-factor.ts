@@ -4,7 +4,7 @@ import type { RawParams } from '../core/protocol.ts';
 import { listPasskeys, mayRemoveAPasskey } from '../flows/passkeys/authentication.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { beginTotpEnrolment, confirmTotpEnrolment, removeTotp, totpStatus } from '../flows/second-factor/codes.ts';
-import { assertMayChangeSecondFactors, mayChangeSecondFactors } from '../flows/second-factor/policy.ts';
+import { assertMayChangeSecondFactors, secondFactorChangeRefusal } from '../flows/second-factor/policy.ts';
 import { otpauthUri } from '../flows/second-factor/totp.ts';
 import { completeSecondFactor, gainOneTimeCode } from '../flows/session/sign-in.ts';
 import { enrolmentLimits } from '../flows/sign-in.ts';
@@ -30,15 +30,16 @@ export async function accountSecurity(
   returnTo?: string,
 ): Promise<SafeHtml> {
   const { user } = signedIn;
-  const [passkeys, totp, mayChange] = await Promise.all([
+  const [passkeys, totp, changeRefusal] = await Promise.all([
     listPasskeys(deps, user.id),
     totpStatus(deps, user.id),
-    mayChangeSecondFactors(deps, signedIn.session),
+    secondFactorChangeRefusal(deps, signedIn.session),
   ]);
   const removable = passkeys.length > 0 && (await mayRemoveAPasskey(deps, user, passkeys.length));
   return securitySection(ui, {
     csrf,
-    mayChange,
+    changeRefusal,
+    reauthenticateMinutes: Math.round(deps.config.secondFactor.accountReauthenticate / 60),
     passkeysAvailable: passkeysAvailable(deps.config.issuer),
     passkeys: passkeys.map((passkey) => ({
       id: passkey.id,

@@ -22,9 +22,13 @@ import { browserOf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUs
 export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
   const samlLogout = samlLogoutKit(deps, pages);
   app.get(SIGN_IN_PATH, { config: { page: true } }, async (request, reply) => {
-    const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
-    if (await signedInUser(deps, request)) return reply.redirect(returnTo, 303);
-    return pages.signIn(request, reply, 200, { returnTo });
+    const query = request.query as RawParams;
+    const returnTo = safeReturnTo(query['return_to']);
+    const signedIn = await signedInUser(deps, request);
+    // `prompt=login` (as OIDC Core §3.1.2.1 names it): the page though the browser is signed in,
+    // for a change that asks for a recent sign-in (the account page links here).
+    if (signedIn && query['prompt'] !== 'login') return reply.redirect(returnTo, 303);
+    return pages.signIn(request, reply, 200, signedIn ? { returnTo, username: signedIn.user.username } : { returnTo });
   });
 
   app.post(SIGN_IN_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {

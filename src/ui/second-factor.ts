@@ -11,6 +11,7 @@ import {
   PASSKEY_REMOVE_PATH,
   PASSKEYS_PATH,
   SECOND_FACTOR_PATH,
+  SIGN_IN_PATH,
   TOTP_CONFIRM_PATH,
   TOTP_REMOVE_PATH,
   TOTP_SETUP_PATH,
@@ -64,11 +65,13 @@ export interface SecurityView {
   readonly totpEnabled: boolean;
   readonly recoveryCodesLeft: number;
   /**
-   * Whether this session may add or remove a passkey or one-time codes (a password alone may
-   * not, once the account has one: flows/second-factor/policy.ts): if not, the section lists
-   * them and says how to sign in to change them, with no button that would be refused.
+   * Why this session may not add or remove a passkey or one-time codes, or null when it may
+   * (flows/second-factor/policy.ts): a password alone, once the account has one; a sign-in
+   * older than `reauthenticateMinutes`. If it may not, the section lists them, says why, and
+   * links to the sign-in page, with no button that would be refused.
    */
-  readonly mayChange: boolean;
+  readonly changeRefusal: 'prove-first' | 'sign-in-again' | null;
+  readonly reauthenticateMinutes: number;
   /**
    * Where the person came from: the approval that asked for a second factor. Setting
    * one up here leads back there, to finish it, instead of ending on this page.
@@ -108,13 +111,24 @@ ${csrfField(csrf)}
 /** The account page's sign-in section: passkeys, and one-time codes. */
 export function securitySection(ui: Ui, view: SecurityView): SafeHtml {
   const { t } = ui;
+  const mayChange = view.changeRefusal === null;
+  // The sign-in page, shown though the browser is signed in, and back here after.
+  const signInAgain = `${SIGN_IN_PATH}?${new URLSearchParams({ prompt: 'login', return_to: ACCOUNT_PATH }).toString()}`;
+  const refusal =
+    view.changeRefusal === null
+      ? null
+      : html`<p class="alert warning">${
+          view.changeRefusal === 'prove-first'
+            ? t.html('secondFactors.proveFirst')
+            : t.html('secondFactors.signInAgain', { minutes: view.reauthenticateMinutes })
+        } <a href="${signInAgain}">${t.html('secondFactors.signInAgainLink')}</a></p>`;
   return html`<section aria-labelledby="passkeys-heading" class="security">
 <h2 id="passkeys-heading">${t.html('passkeys.heading')}</h2>
 <p class="muted">${t.html('passkeys.intro')}</p>
-${view.mayChange ? null : html`<p class="alert warning">${t.html('secondFactors.proveFirst')}</p>`}
-${view.passkeys.length === 0 ? html`<p>${t.html('passkeys.none')}</p>` : html`<ul class="connections">${view.passkeys.map((passkey) => passkeyItem(ui, passkey, view.csrf, view.mayChange))}</ul>`}
+${refusal}
+${view.passkeys.length === 0 ? html`<p>${t.html('passkeys.none')}</p>` : html`<ul class="connections">${view.passkeys.map((passkey) => passkeyItem(ui, passkey, view.csrf, mayChange))}</ul>`}
 ${
-  !view.mayChange
+  !mayChange
     ? null
     : view.passkeysAvailable
       ? html`<form method="post" action="${PASSKEYS_PATH}" data-options="${PASSKEY_REGISTRATION_OPTIONS_PATH}" id="passkey-register-form">
@@ -135,9 +149,9 @@ ${passkeyScripts(ui)}`
 ${
   view.totpEnabled
     ? html`<p>${t.html('totp.on', { count: view.recoveryCodesLeft })}</p>
-${view.mayChange ? html`<form method="post" action="${TOTP_REMOVE_PATH}">${csrfField(view.csrf)}<button type="submit">${t.html('totp.turnOff')}</button></form>` : null}`
+${mayChange ? html`<form method="post" action="${TOTP_REMOVE_PATH}">${csrfField(view.csrf)}<button type="submit">${t.html('totp.turnOff')}</button></form>` : null}`
     : html`<p class="muted">${t.html('totp.offer')}</p>
-${view.mayChange ? html`<form method="post" action="${TOTP_SETUP_PATH}">${csrfField(view.csrf)}${returnField(view.returnTo)}<button type="submit">${t.html('totp.setUp')}</button></form>` : null}`
+${mayChange ? html`<form method="post" action="${TOTP_SETUP_PATH}">${csrfField(view.csrf)}${returnField(view.returnTo)}<button type="submit">${t.html('totp.setUp')}</button></form>` : null}`
 }
 </section>`;
 }

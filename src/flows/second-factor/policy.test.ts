@@ -11,7 +11,9 @@ import { ADMIN_SCOPES, OPERATOR_ROLES, ROLE_SCOPES } from '../../core/scopes.ts'
 import type { ClientRecord, SessionRecord } from '../../store/types.ts';
 import { roleAllows, scopesAllow, type AdminArea } from '../manage/admin-token.ts';
 import { mayAssignRole } from '../manage/authority.ts';
-import { approvalRefusal, operatorRefusal } from './policy.ts';
+import { ManualClock } from '../../core/clock.ts';
+import type { FlowDeps } from '../types.ts';
+import { approvalRefusal, operatorRefusal, secondFactorChangeRefusal } from './policy.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 const config = loadConfig({ TESSERA_CONSOLE_REAUTHENTICATE: '900' });
@@ -81,6 +83,31 @@ describe('the operator console policy', () => {
     assert.equal(mayAssignRole(['admin:users'], 'viewer'), false, 'viewer reads apps too');
     assert.equal(mayAssignRole([], null), true, 'no role is nothing to hold');
     assert.equal(scopesAllow(['admin:users:read'], 'users', true), false);
+  });
+});
+
+describe('who may add or remove a passkey or one-time codes', () => {
+  /** The policy's deps over an account with `passkeys` passkeys and codes on or off, at `now`. */
+  const deps = (passkeys: number, codes: boolean, now: number) =>
+    ({
+      config: loadConfig({ TESSERA_ACCOUNT_REAUTHENTICATE: '900' }),
+      clock: new ManualClock(now),
+      store: {
+        passkeys: { listForUser: async () => Array.from({ length: passkeys }, (_, i) => ({ id: `pk${i}` })) },
+        totp: { get: async () => (codes ? { confirmedAt: T0 } : null) },
+      },
+    }) as unknown as Pick<FlowDeps, 'store' | 'config' | 'clock'>;
+
+  it('lets a sign-in of at most 15 minutes set up the first one, then asks a sign-in older than that to sign in again', async () => {
+    assert.equal(await secondFactorChangeRefusal(deps(0, false, T0 + 900_000), session(['pwd'])), null, 'at 15 minutes exactly');
+    assert.equal(await secondFactorChangeRefusal(deps(0, false, T0 + 900_001), session(['pwd'])), 'sign-in-again');
+    assert.equal(await secondFactorChangeRefusal(deps(1, true, T0 + 3_600_000), session(['hwk', 'mfa'])), 'sign-in-again', 'a passkey sign-in too');
+  });
+
+  it('asks a password-alone sign-in to prove the passkey or codes the account has, however recent', async () => {
+    assert.equal(await secondFactorChangeRefusal(deps(1, false, T0), session(['pwd'])), 'prove-first');
+    assert.equal(await secondFactorChangeRefusal(deps(0, true, T0), session(['pwd'])), 'prove-first');
+    assert.equal(await secondFactorChangeRefusal(deps(1, true, T0), session(['pwd', 'otp', 'mfa'])), null);
   });
 });
 

@@ -126,6 +126,26 @@ export function operatorRefusal(config: Config, session: SessionRecord, now: num
 const SECOND_FACTOR_METHODS: readonly AuthMethod[] = ['hwk', 'swk', 'otp'];
 
 /**
+ * Whether a sign-in made at `authTime` is recent enough to change how the account is reached:
+ * its e-mail address (where "Forgot password?" mails its link), its passkeys and its one-time
+ * codes (`TESSERA_ACCOUNT_REAUTHENTICATE`). OWASP ASVS 4.0.3 §3.7.1: "Verify the application
+ * ensures a full, valid login session or requires re-authentication or secondary verification
+ * before allowing any sensitive transactions or account modifications." A browser left signed
+ * in, or a stolen session cookie, would otherwise add a way in of its own that outlives the
+ * session (a passkey stays when the password is changed), or move the address and reset the
+ * password.
+ */
+export function recentEnoughForAccountChange(deps: Pick<FlowDeps, 'config' | 'clock'>, authTime: number): boolean {
+  return deps.clock.now() - authTime <= deps.config.secondFactor.accountReauthenticate * 1000;
+}
+
+export type SecondFactorChangeRefusal =
+  /** The account has a passkey or codes, and this sign-in was a password alone: prove one of them. */
+  | 'prove-first'
+  /** The sign-in is older than `TESSERA_ACCOUNT_REAUTHENTICATE`: sign in again. */
+  | 'sign-in-again';
+
+/**
  * Adding or removing a passkey or one-time codes. The first one may be set up from a
  * password sign-in: the account has nothing more to prove yet. Once it has one, only a
  * session that proved one of them (a passkey or a code, not the password alone) may change
@@ -134,20 +154,35 @@ const SECOND_FACTOR_METHODS: readonly AuthMethod[] = ['hwk', 'swk', 'otp'];
  * authenticator needs authentication at the assurance level it will give). A passkey that
  * only tested presence counts as proving one: it is a factor the account has, and an account
  * with only such a key and a password would otherwise have no way to add a stronger one.
- * Refused: 403. The account page asks the same question, so that it offers no button whose
- * post would be refused.
+ * Either way the sign-in must be recent (`recentEnoughForAccountChange`). Refused: 403. The
+ * account page asks the same question, so that it offers no button whose post would be
+ * refused, and a link to sign in again in its place.
  */
-export async function mayChangeSecondFactors(deps: Pick<FlowDeps, 'store'>, session: SessionRecord): Promise<boolean> {
-  if (sessionMethods(session).some((method) => SECOND_FACTOR_METHODS.includes(method))) return true;
-  const [passkeys, totp] = await Promise.all([deps.store.passkeys.listForUser(session.userId), deps.store.totp.get(session.userId)]);
-  return passkeys.length === 0 && (totp === null || totp.confirmedAt === null);
+export async function secondFactorChangeRefusal(
+  deps: Pick<FlowDeps, 'store' | 'config' | 'clock'>,
+  session: SessionRecord,
+): Promise<SecondFactorChangeRefusal | null> {
+  if (!sessionMethods(session).some((method) => SECOND_FACTOR_METHODS.includes(method))) {
+    const [passkeys, totp] = await Promise.all([deps.store.passkeys.listForUser(session.userId), deps.store.totp.get(session.userId)]);
+    if (passkeys.length > 0 || (totp !== null && totp.confirmedAt !== null)) return 'prove-first';
+  }
+  return recentEnoughForAccountChange(deps, session.authTime) ? null : 'sign-in-again';
 }
 
-export async function assertMayChangeSecondFactors(deps: Pick<FlowDeps, 'store'>, session: SessionRecord): Promise<void> {
-  if (await mayChangeSecondFactors(deps, session)) return;
-  throw new OAuthError(
-    'access_denied',
-    'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
-    { status: 403, page: { key: 'secondFactors.proveFirst' } },
-  );
+export async function assertMayChangeSecondFactors(deps: Pick<FlowDeps, 'store' | 'config' | 'clock'>, session: SessionRecord): Promise<void> {
+  const refusal = await secondFactorChangeRefusal(deps, session);
+  if (refusal === 'prove-first') {
+    throw new OAuthError(
+      'access_denied',
+      'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
+      { status: 403, page: { key: 'secondFactors.proveFirst' } },
+    );
+  }
+  if (refusal === 'sign-in-again') {
+    const minutes = Math.round(deps.config.secondFactor.accountReauthenticate / 60);
+    throw new OAuthError('access_denied', `To add or remove a passkey or one-time codes, sign in again: your sign-in is more than ${minutes} minutes old.`, {
+      status: 403,
+      page: { key: 'secondFactors.signInAgain', values: { minutes } },
+    });
+  }
 }

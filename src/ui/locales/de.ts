@@ -42,6 +42,9 @@ const de: Catalogue = {
     'Für die Freigabe ist ein zweiter Faktor nötig: Melden Sie sich mit einem Passkey an, der nach Ihrer PIN, Ihrem Fingerabdruck oder Ihrem Gesicht fragt, oder mit Ihrem Passwort und einem Einmalcode. Wenn Sie beides nicht haben, richten Sie zuerst auf Ihrer Kontoseite eines davon ein.',
   'signIn.setUp':
     '<account>Richten Sie auf Ihrer Kontoseite einen Passkey oder Einmalcodes ein</account>: Sie bleiben angemeldet und kommen danach hierher zurück.',
+  'secondFactors.signInAgain':
+    'Um einen Passkey oder Einmalcodes hinzuzufügen oder zu entfernen, melden Sie sich erneut an: Ihre Anmeldung ist älter als {minutes, plural, one {# Minute} other {# Minuten}}.',
+  'secondFactors.signInAgainLink': 'Erneut anmelden',
   'secondFactors.proveFirst':
     'Ihr Konto hat bereits einen Passkey oder Einmalcodes, und in diesem Browser haben Sie sich nur mit Ihrem Passwort angemeldet. Um einen davon hinzuzufügen oder zu entfernen, melden Sie sich erneut mit Ihrem Passkey an oder mit Ihrem Passwort und einem Einmalcode.',
   'signIn.continueWith': 'Weiter mit {provider}',

@@ -45,6 +45,9 @@ const en = {
   'signIn.refusal.secondFactorRequired':
     'Approving needs a second factor: sign in with a passkey that asks for your PIN, fingerprint or face, or with your password and a one-time code. If you have neither, set one up on your account page first.',
   'signIn.setUp': '<account>Set up a passkey or one-time codes on your account page</account>: you stay signed in, then come back here.',
+  'secondFactors.signInAgain':
+    'To add or remove a passkey or one-time codes, sign in again: your sign-in is more than {minutes, plural, one {# minute} other {# minutes}} old.',
+  'secondFactors.signInAgainLink': 'Sign in again',
   'secondFactors.proveFirst':
     'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
   'signIn.continueWith': 'Continue with {provider}',

@@ -42,6 +42,9 @@ const es: Catalogue = {
     'Para autorizar hace falta un segundo factor: inicia sesión con una llave de acceso que pida tu PIN, tu huella o tu cara, o con tu contraseña y un código de un solo uso. Si no tienes ninguno de los dos, configura uno primero en la página de tu cuenta.',
   'signIn.setUp':
     '<account>Configura una llave de acceso o códigos de un solo uso en la página de tu cuenta</account>: tu sesión sigue iniciada y luego vuelves aquí.',
+  'secondFactors.signInAgain':
+    'Para añadir o quitar una llave de acceso o los códigos de un solo uso, vuelve a iniciar sesión: tu inicio de sesión tiene más de {minutes, plural, one {# minuto} other {# minutos}}.',
+  'secondFactors.signInAgainLink': 'Volver a iniciar sesión',
   'secondFactors.proveFirst':
     'Tu cuenta ya tiene una llave de acceso o códigos de un solo uso, y en este navegador iniciaste sesión solo con tu contraseña. Para añadir o quitar uno, vuelve a iniciar sesión con tu llave de acceso, o con tu contraseña y un código de un solo uso.',
   'signIn.continueWith': 'Continuar con {provider}',

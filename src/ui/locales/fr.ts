@@ -43,6 +43,9 @@ const fr: Catalogue = {
     'L’autorisation exige un second facteur : connectez-vous avec une clé d’accès qui demande votre code PIN, votre empreinte ou votre visage, ou avec votre mot de passe et un code à usage unique. Si vous n’avez ni l’un ni l’autre, configurez-en un d’abord depuis la page de votre compte.',
   'signIn.setUp':
     '<account>Configurez une clé d’accès ou des codes à usage unique sur la page de votre compte</account> : vous restez connecté, puis revenez ici.',
+  'secondFactors.signInAgain':
+    'Pour ajouter ou supprimer une clé d’accès ou les codes à usage unique, reconnectez-vous : votre connexion date de plus de {minutes, plural, one {# minute} other {# minutes}}.',
+  'secondFactors.signInAgainLink': 'Se reconnecter',
   'secondFactors.proveFirst':
     'Votre compte a déjà une clé d’accès ou des codes à usage unique, et ce navigateur s’est connecté avec votre seul mot de passe. Pour en ajouter ou en retirer, reconnectez-vous avec votre clé d’accès, ou avec votre mot de passe et un code à usage unique.',
   'signIn.continueWith': 'Continuer avec {provider}',

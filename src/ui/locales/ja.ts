@@ -40,6 +40,9 @@ const ja: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     '許可するには 2 要素目が必要です。PIN・指紋・顔認証を求めるパスキーでログインするか、パスワードとワンタイムコードでログインしてください。どちらもない場合は、先にアカウントページで設定してください。',
   'signIn.setUp': '<account>アカウントページでパスキーまたはワンタイムコードを設定してください</account>。ログインしたまま設定でき、終わったらここに戻れます。',
+  'secondFactors.signInAgain':
+    'パスキーやワンタイムコードを追加・削除するには、もう一度サインインしてください。前回のサインインから{minutes, plural, other {#分}}以上経っています。',
+  'secondFactors.signInAgainLink': 'もう一度サインイン',
   'secondFactors.proveFirst':
     'このアカウントにはすでにパスキーまたはワンタイムコードがありますが、このブラウザではパスワードだけでログインしています。追加や削除をするには、パスキーで、またはパスワードとワンタイムコードで、もう一度ログインしてください。',
   'signIn.continueWith': '{provider}で続ける',

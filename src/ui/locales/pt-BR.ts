@@ -42,6 +42,9 @@ const ptBR: Catalogue = {
     'Para autorizar, é preciso um segundo fator: entre com uma chave de acesso que peça seu PIN, sua digital ou seu rosto, ou com sua senha e um código de uso único. Se você não tiver nenhum dos dois, configure um primeiro na página da sua conta.',
   'signIn.setUp':
     '<account>Configure uma chave de acesso ou códigos de uso único na página da sua conta</account>: você continua conectado e depois volta para cá.',
+  'secondFactors.signInAgain':
+    'Para adicionar ou remover uma chave de acesso ou os códigos de uso único, entre de novo: sua entrada tem mais de {minutes, plural, one {# minuto} other {# minutos}}.',
+  'secondFactors.signInAgainLink': 'Entrar de novo',
   'secondFactors.proveFirst':
     'Sua conta já tem uma chave de acesso ou códigos de uso único, e neste navegador você entrou só com sua senha. Para adicionar ou remover um deles, entre de novo com sua chave de acesso, ou com sua senha e um código de uso único.',
   'signIn.continueWith': 'Continuar com {provider}',

@@ -39,6 +39,8 @@ const zhHans: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     '批准需要第二重验证：请使用会要求输入 PIN、指纹或面容验证的通行密钥登录，或使用密码加一次性验证码登录。如果两者都没有，请先在账号页面设置其中一种。',
   'signIn.setUp': '<account>在账号页面设置通行密钥或一次性验证码</account>：你会保持登录状态，设置完成后再回到这里。',
+  'secondFactors.signInAgain': '要添加或删除通行密钥或一次性验证码，请重新登录：你的登录已超过{minutes, plural, other {# 分钟}}。',
+  'secondFactors.signInAgainLink': '重新登录',
   'secondFactors.proveFirst':
     '你的账号已经设置了通行密钥或一次性验证码，而此浏览器只用密码登录。如需添加或移除，请使用通行密钥重新登录，或使用密码加一次性验证码重新登录。',
   'signIn.continueWith': '通过 {provider} 继续',

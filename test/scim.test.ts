@@ -275,6 +275,26 @@ describe('a user through their whole life over SCIM', () => {
     }
   });
 
+  it('marks an address given over SCIM not verified when it is another, by PATCH or PUT, and keeps the mark when only its case changes', async () => {
+    const vera = await server.addUser({ username: 'vera', email: 'vera@example.com', profile: { emailVerified: true } });
+    const verified = async () => (await server.store.users.get(vera.id))!.emailVerified;
+    const read = (await scim('GET', `/Users/${vera.id}`)).body;
+    const cased = await scim('PUT', `/Users/${vera.id}`, { ...read, emails: [{ value: 'Vera@Example.com', primary: true }] });
+    assert.equal(cased.status, 200, JSON.stringify(cased.body));
+    assert.equal(await verified(), true, 'the same address');
+    // An app that matches accounts by a verified address would take this one for its owner's.
+    const patched = await scim('PATCH', `/Users/${vera.id}`, {
+      schemas: [PATCH],
+      Operations: [{ op: 'replace', path: 'emails', value: [{ value: 'ceo@corp.example', primary: true }] }],
+    });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.equal(await verified(), false, 'PATCH: the old verification says nothing of the new address');
+    await server.store.users.update(vera.id, { emailVerified: true }, Date.now());
+    const put = await scim('PUT', `/Users/${vera.id}`, { ...patched.body, emails: [{ value: 'someone@else.example', primary: true }] });
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+    assert.equal(await verified(), false, 'PUT');
+  });
+
   it('cuts the person off within a second of active false (Entra ID\'s "False"): UserInfo refuses their token', async () => {
     const config = await discover(server, app);
     const tokens = await signIn(server, config, { id, username: 'grace.hopper@example.com', password: 'a long provisioned password' }, 'openid profile email');
@@ -369,6 +389,12 @@ describe('groups and operators', () => {
     const others = await scim('PATCH', `/Groups/${id}`, { schemas: [PATCH], Operations: [{ op: 'Remove', path: 'members', value: [{ value: person.id }] }] });
     assert.equal(others.status, 200, JSON.stringify(others.body));
     assert.deepEqual(await server.store.groups.namesOf(operator.id), ['idp-admins']);
+    // Renaming the group or deleting it changes the operator's groups claim as much as their membership.
+    const rename = { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: 'app-admins' }] };
+    assertError(await scim('PATCH', `/Groups/${id}`, rename), 403);
+    assertError(await scim('PUT', `/Groups/${id}`, { schemas: [GROUP], displayName: 'app-admins', members: [{ value: operator.id }] }), 403);
+    assertError(await scim('DELETE', `/Groups/${id}`), 403);
+    assert.deepEqual(await server.store.groups.namesOf(operator.id), ['idp-admins'], 'nothing written');
   });
 });
 

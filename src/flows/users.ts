@@ -134,6 +134,19 @@ export async function endMailedLinks(tx: Stores, userId: string, now: number): P
   await tx.passwordResets.spendAllForUser(userId, now);
 }
 
+/**
+ * Writes `changes` to the user inside `tx`, `updated_at` now. A new address (another than the
+ * one it has, case aside) ends what was mailed to the old one (`endMailedLinks`) and is not
+ * verified unless `changes` says it is: the old one's verification says nothing of it (OIDC
+ * Core §5.1 email_verified). Every way a profile is written but the person's own confirmed
+ * change goes through here: an operator (the command, the admin API, the console) and SCIM.
+ */
+export async function updateProfileIn(tx: Stores, user: Pick<UserRecord, 'id' | 'email'>, changes: UserProfileChanges, now: number): Promise<void> {
+  const emailChanged = changes.email !== undefined && addressChanged(user.email, changes.email);
+  if (emailChanged) await endMailedLinks(tx, user.id, now);
+  await tx.users.update(user.id, emailChanged && changes.emailVerified === undefined ? { ...changes, emailVerified: false } : changes, now);
+}
+
 export async function updateUser(
   deps: AccountDeps,
   user: UserRecord,
@@ -143,15 +156,10 @@ export async function updateUser(
 ): Promise<boolean> {
   // Always later than the version read, so that every change gives a new entity tag.
   const now = Math.max(deps.clock.now(), user.updatedAt + 1);
-  const emailChanged = changes.email !== undefined && addressChanged(user.email, changes.email);
-  // A new address is verified only when the operator says so: the old one's verification says
-  // nothing of it (OIDC Core §5.1 email_verified).
-  const stored = emailChanged && changes.emailVerified === undefined ? { ...changes, emailVerified: false } : changes;
   return transactionWithEvents(deps, async (tx, record) => {
     if (expectedUpdatedAt !== undefined && !(await tx.users.touch(user.id, expectedUpdatedAt, now))) return false;
-    if (emailChanged) await endMailedLinks(tx, user.id, now);
     if (Object.keys(changes).length > 0) {
-      await tx.users.update(user.id, stored, now);
+      await updateProfileIn(tx, user, changes, now);
       await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
     }
     if (role !== undefined && role !== user.role) {

@@ -72,8 +72,8 @@ async function inputOf(deps: Pick<ScimDeps, 'store'>, resource: unknown): Promis
 }
 
 /**
- * Provisioning adds no one holding a console role to a group, and takes no one out of one:
- * a group's name is in its members' `groups` claim, which apps grant rights by, and an
+ * Provisioning adds no one holding a console role to a group, takes no one out of one, and
+ * neither renames nor deletes a group one is in: a group's name is in its members' `groups` claim, which apps grant rights by, and an
  * operator's account is changed by an operator (tessera user, the admin API, the console),
  * never by provisioning, as flows/scim/users.ts refuses a change of the operator themselves.
  * Otherwise a SCIM token, which `admin:users` may make, would decide an operator's groups.
@@ -136,7 +136,12 @@ async function writeGroup(deps: ScimDeps, group: GroupRecord, input: GroupInput,
   if (expected !== null && expected !== group.updatedAt) throw stale();
   const before = new Set(await deps.store.groups.members(group.id));
   const after = new Set(input.members);
-  await checkMembersChangeable(deps, [...[...after].filter((id) => !before.has(id)), ...[...before].filter((id) => !after.has(id))]);
+  // A new name is every member's groups claim changed, as much as a membership is.
+  const renamed = input.displayName !== group.displayName;
+  await checkMembersChangeable(
+    deps,
+    renamed ? [...new Set([...before, ...after])] : [...[...after].filter((id) => !before.has(id)), ...[...before].filter((id) => !after.has(id))],
+  );
   const now = Math.max(deps.clock.now(), group.updatedAt + 1);
   let done: boolean;
   try {
@@ -199,6 +204,8 @@ export async function patchGroupResource(deps: ScimDeps, id: string, body: unkno
 export async function deleteGroupResource(deps: ScimDeps, id: string, expected: number | null): Promise<void> {
   const group = await groupOf(deps, id);
   if (expected !== null && expected !== group.updatedAt) throw stale();
+  // Deleting the group takes every member out of it.
+  await checkMembersChangeable(deps, await deps.store.groups.members(group.id));
   await transactionWithEvents(deps, async (tx, record) => {
     if (!(await tx.groups.remove(group.id))) throw notFound(`no Group with id ${id.slice(0, 200)}`);
     await record({ type: 'group.removed', detail: { group: group.id, name: group.displayName, by: 'scim' } });

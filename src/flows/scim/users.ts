@@ -16,7 +16,7 @@ import { DuplicateError, newUserRecord, type ScimUserRecord, type SessionRecord,
 import { transactionWithEvents } from '../events.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { checkProfile } from '../profile.ts';
-import { addressChanged, endMailedLinks, passwordProblem, removeUser, setDisabledIn, setPasswordIn } from '../users.ts';
+import { passwordProblem, removeUser, setDisabledIn, setPasswordIn, updateProfileIn } from '../users.ts';
 import { checkNoNul, invalidValue, notFound, ScimError } from './errors.ts';
 import { applyPatch, coerce, readOperations } from './patch.ts';
 import { definitionOf, ENTERPRISE_SCHEMA, USER_KIND, USER_SCHEMA } from './schema.ts';
@@ -397,8 +397,7 @@ async function writeAccount(deps: ScimDeps, user: UserRecord, account: Account, 
     done = await transactionWithEvents(deps, async (tx, record) => {
       if (!(await tx.users.touch(user.id, user.updatedAt, now))) return false;
       if (account.username !== user.username && !(await tx.users.rename(user.id, account.username))) throw usernameTaken(account);
-      await tx.users.update(user.id, account.profile, now);
-      if (addressChanged(user.email, account.profile.email ?? null)) await endMailedLinks(tx, user.id, now);
+      await updateProfileIn(tx, user, account.profile, now);
       await tx.scimUsers.put({ userId: user.id, externalId: account.externalId, attributes: account.attributes });
       await record({ type: 'user.updated', userId: user.id, username: account.username, detail: { fields: 'scim', by: 'scim' } });
       if (passwordHash !== null) {

@@ -134,7 +134,17 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
     assertSignInPage(await browser.follow(await browser.request((await authorizationRequest({ max_age: '30', prompt: 'consent' })).url)));
   });
 
-  for (const target of ['//other.example/inbox', '/\\other.example', '/\t/other.example', '/\n/other.example', 'https://other.example/']) {
+  for (const target of [
+    '//other.example/inbox',
+    '/\\other.example',
+    '/\t/other.example',
+    '/\n/other.example',
+    'https://other.example/',
+    // Dot segments resolved away leave a path that is another site's address.
+    '/.//other.example/inbox',
+    '/a/..//other.example/inbox',
+    '/%2e//other.example/inbox',
+  ]) {
     it(`keeps the browser on this server after sign-in when return_to is ${JSON.stringify(target)}`, async () => {
       const browser = new FormBrowser(server.url);
       const signInPage = await browser.request(`/login?return_to=${encodeURIComponent(target)}`);

@@ -83,7 +83,8 @@ const RETURN_BASE = new URL('http://tessera.invalid/');
  * is resolved as a browser resolves the Location header it ends up in (WHATWG URL: tabs and
  * newlines dropped, `\` read as `/`), so `//other.example`, `/\other.example` and
  * `/<tab>/other.example` are all seen as the other site they lead to, and what is returned
- * is the parsed path, which cannot carry a character a header may not.
+ * is the parsed path, which cannot carry a character a header may not, and is read as this
+ * server again.
  */
 export function safeReturnTo(value: unknown): string {
   // Input with a control or non-ASCII character is never a link we made, and
@@ -95,5 +96,10 @@ export function safeReturnTo(value: unknown): string {
   } catch {
     return HOME_PATH;
   }
-  return url.origin === RETURN_BASE.origin ? `${url.pathname}${url.search}${url.hash}` : HOME_PATH;
+  if (url.origin !== RETURN_BASE.origin) return HOME_PATH;
+  // Dot segments are resolved away: `/.//other.example` and `/a/..//other.example` are on this
+  // server, and their path, `//other.example`, is another site's address once it is a Location.
+  // The path returned must be read as this server again.
+  const path = `${url.pathname}${url.search}${url.hash}`;
+  return new URL(path, RETURN_BASE).origin === RETURN_BASE.origin ? path : HOME_PATH;
 }

@@ -18,6 +18,12 @@ import type { Params } from './types.ts';
 export const ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 
 /** What discovery lists for the token, device authorization and revocation endpoints. */
+/**
+ * The parameters that authenticate the client in a request's body (RFC 6749 §2.3.1, RFC 7521
+ * §4.2): credentials, never part of the request they came with, so never kept with it.
+ */
+export const CLIENT_AUTH_PARAMS: readonly string[] = ['client_secret', 'client_assertion', 'client_assertion_type'];
+
 export const TOKEN_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
 /** RFC 7662 §2.1: introspection needs a client that proves who it is, so not `none`. */
 export const INTROSPECTION_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];

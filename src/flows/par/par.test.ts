@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../../core/crypto.ts';
+import { JWT_BEARER_ASSERTION } from '../../core/protocol.ts';
 import type { OAuthError } from '../../core/errors.ts';
 import type { ClientRecord } from '../../store/types.ts';
 import { ClientKeySets } from '../../tokens/client-jwks.ts';
@@ -59,6 +60,16 @@ describe('pushed authorization requests (RFC 9126)', () => {
     assert.equal(stored?.clientId, app.id);
     assert.equal(stored?.params['state'], 'the-apps-state');
     assert.equal(JSON.stringify(stored).includes(pushed.request_uri), false, 'the request_uri itself is not kept');
+  });
+
+  it("keeps none of the client's credentials sent in the body (client_secret_post, private_key_jwt) with the request, however long", async () => {
+    const pushed = await push({ client_secret: 'the-apps-secret', client_assertion_type: JWT_BEARER_ASSERTION, client_assertion: 'x'.repeat(1500) });
+    const stored = await world.store.pushedRequests.find(hashSecret(pushed.request_uri));
+    assert.deepEqual(
+      ['client_secret', 'client_assertion', 'client_assertion_type'].filter((name) => stored?.params[name] !== undefined),
+      [],
+    );
+    assert.equal(JSON.stringify(stored).includes('the-apps-secret'), false, 'no client secret kept in clear');
   });
 
   it('refuses a pushed request as the authorization endpoint would, answered to the client and never redirected (§2.3)', async () => {

@@ -6,6 +6,7 @@
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
 import type { ClientRecord } from '../../store/types.ts';
+import { CLIENT_AUTH_PARAMS } from '../client-auth.ts';
 import { checkAuthorizationRequest } from '../authorization-code/request.ts';
 import type { ClientKeySets } from '../../tokens/client-jwks.ts';
 import type { DpopProof } from '../dpop/proof.ts';
@@ -40,7 +41,12 @@ export async function pushAuthorizationRequest(
   // §2.1: "The request_uri authorization request parameter is one exception, and it MUST
   // NOT be provided."
   if (params['request_uri'] !== undefined) throw new OAuthError('invalid_request', 'request_uri must not be sent in a pushed request');
-  const request: Record<string, string | readonly string[]> = { ...params, client_id: client.id };
+  // The client's credentials (client_secret_post, private_key_jwt) authenticated the push and
+  // are no part of the request: stored with it they would be a client secret kept in clear.
+  const request: Record<string, string | readonly string[]> = {
+    ...Object.fromEntries(Object.entries(params).filter(([name]) => !CLIENT_AUTH_PARAMS.includes(name))),
+    client_id: client.id,
+  };
   // RFC 8707 §2: resource may be sent several times, as at the authorization endpoint.
   if (resources.length > 0) request['resource'] = resources.length === 1 ? resources[0]! : resources;
   // RFC 9449 §10.1: with a proof here, "the authorization server MUST ... check that

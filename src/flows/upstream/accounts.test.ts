@@ -76,17 +76,32 @@ describe('the account an upstream sign-in signs in as (accountFor)', () => {
     }
   });
 
-  it('makes a new account for an address nobody here has, verified as the provider said, and signs the same person in through their link after', async () => {
+  it('makes a new account for an address nobody here has, with the address only where the provider verified it, and signs the same person in through their link after', async () => {
     for (const verified of [true, false]) {
       const who = identity(`new-${String(verified)}@mail.example`, verified);
       const result = await accountFor(world.deps, LINKING, providerSettings(LINKING), who);
       assert.equal(result.kind, 'user');
       const user = result.kind === 'user' ? result.user : null;
-      assert.equal(user?.email, who.email);
+      // An unverified address would be anyone's: kept, it would hold the address against its owner.
+      assert.equal(user?.email, verified ? who.email : null);
       assert.equal(user?.emailVerified, verified);
+      assert.equal(user?.username.includes('@'), verified, 'nor is it the username');
       const again = await accountFor(world.deps, LINKING, providerSettings(LINKING), who);
       assert.equal(again.kind === 'user' ? again.user.id : again.reason, user?.id);
     }
+  });
+
+  it("holds no one's address for an unverified claim: its owner's verified sign-in after it makes their own account, not the first one's", async () => {
+    const victim = 'victim@mail.example';
+    const first = await accountFor(world.deps, LINKING, providerSettings(LINKING), identity(victim, false));
+    assert.equal(first.kind, 'user');
+    const owner = await accountFor(world.deps, LINKING, providerSettings(LINKING), identity(victim, true));
+    assert.equal(owner.kind, 'user', 'not refused as email_taken: the address was not taken');
+    assert.notEqual(owner.kind === 'user' && owner.user.id, first.kind === 'user' && first.user.id);
+    assert.deepEqual(
+      (await world.store.users.findByEmail(victim)).map((user) => [user.id, user.emailVerified]),
+      [[owner.kind === 'user' ? owner.user.id : '', true]],
+    );
   });
 
   it('makes no second account with an address another door gave away meanwhile: refused as email_taken, not a 500', async () => {

@@ -207,8 +207,20 @@ export function methodsFor(user: UserRecord, identity: UpstreamIdentity): readon
 
 /** The new account's username: the one upstream, else the e-mail address, made unique with the provider's id or a random tail. */
 function usernames(provider: IdentityProviderRecord, identity: UpstreamIdentity): string[] {
-  const base = normalizeUsername(claim(identity.username, 64) ?? claim(identity.email, 64) ?? `${provider.id}-${identity.subject}`).slice(0, 64);
+  const base = normalizeUsername(claim(identity.username, 64) ?? claim(verifiedEmail(identity), 64) ?? `${provider.id}-${identity.subject}`).slice(0, 64);
   return [base, `${base}-${provider.id}`.slice(0, 64), `${base.slice(0, 55)}-${randomToken(6).toLowerCase()}`];
+}
+
+/**
+ * The address a new account is given: the provider's, only where the provider verified it. An
+ * unverified one would be anyone's: kept, it would hold the address against its owner (their
+ * sign-up, invitation and own provider are refused while an account has it), and once the
+ * owner, sent to this account by "Forgot password?", confirmed it on /account, their verified
+ * sign-in elsewhere would link to the account whose upstream identity is still the other
+ * person's (pre-hijacking). The person adds an address of their own on /account.
+ */
+function verifiedEmail(identity: Pick<UpstreamIdentity, 'email' | 'emailVerified'>): string | null {
+  return identity.emailVerified ? identity.email : null;
 }
 
 async function createUser(
@@ -225,8 +237,8 @@ async function createUser(
       // No password: this person signs in through the provider. A malformed hash matches nothing.
       passwordHash: '!',
       name: claim(identity.name),
-      email: claim(identity.email, 320),
-      emailVerified: identity.email !== null && identity.emailVerified,
+      email: claim(verifiedEmail(identity), 320),
+      emailVerified: verifiedEmail(identity) !== null,
       givenName: claim(identity.givenName),
       familyName: claim(identity.familyName),
       picture: claim(identity.picture, 2048),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { inNetworks, normalizeCidr } from './networks.ts';
+import { inNetworks, isInternalAddress, isLoopbackHost, isPrivateNetworkHost, normalizeCidr } from './networks.ts';
 
 describe('CIDR networks', () => {
   it('writes ranges one way and refuses what is not one', () => {
@@ -18,5 +18,32 @@ describe('CIDR networks', () => {
     assert.ok(!inNetworks('192.0.3.1', networks));
     assert.ok(!inNetworks('2001:db8:2::1', networks));
     assert.ok(!inNetworks('unknown', networks));
+  });
+});
+
+describe('addresses a request from the server must not reach', () => {
+  it('finds an internal IPv4 address however an IPv6 address carries it: mapped, compatible, NAT64 and 6to4, in either spelling', () => {
+    for (const address of [
+      '10.0.0.1',
+      '::ffff:10.0.0.1',
+      '::ffff:a00:1',
+      '::10.0.0.1',
+      '64:ff9b::10.0.0.1',
+      '[64:ff9b::a00:1]',
+      '2002:a00:1::1',
+      '64:ff9b::a9fe:a9fe',
+    ]) {
+      assert.equal(isInternalAddress(address), true, address);
+      assert.equal(isPrivateNetworkHost(address), true, address);
+    }
+    for (const address of ['64:ff9b::7f00:1', '::ffff:7f00:1', '2002:7f00:1::']) assert.equal(isLoopbackHost(address), true, address);
+    // NAT64's local-use prefix (RFC 8215) is the operator's own network, whatever it carries.
+    assert.equal(isInternalAddress('64:ff9b:1::808:808'), true);
+  });
+
+  it('lets public addresses through, NAT64 to a public IPv4 address included', () => {
+    for (const address of ['8.8.8.8', '64:ff9b::808:808', '::ffff:808:808', '2001:4860:4860::8888', '2002:808:808::1']) {
+      assert.equal(isInternalAddress(address), false, address);
+    }
   });
 });

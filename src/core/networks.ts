@@ -37,6 +37,25 @@ export function inNetworks(ip: string, networks: readonly string[]): boolean {
   return list.check(address, family);
 }
 
+/**
+ * The IPv4 address an IPv6 address carries, where the network would deliver it to that IPv4
+ * host: IPv4-mapped (`::ffff:a.b.c.d`, RFC 4291 §2.5.5.2), IPv4-compatible (`::a.b.c.d`,
+ * §2.5.5.1), NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052 §2.1) and 6to4
+ * (`2002:AABB:CCDD::/48`, RFC 3056 §2), in either spelling (`::ffff:10.0.0.1` or
+ * `::ffff:a00:1`). Else the address as it is. A request to `64:ff9b::a00:1` on an IPv6-only
+ * host behind DNS64/NAT64 reaches 10.0.0.1.
+ */
+function embeddedIPv4(ip: string): string {
+  const address = unmapped(ip);
+  if (!isIPv6(address)) return address;
+  const canonical = new URL(`http://[${address}]`).hostname.slice(1, -1);
+  const match = /^(?:::ffff:|::|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical) ?? /^2002:([0-9a-f]{1,4}):([0-9a-f]{1,4})(?::|$)/.exec(canonical);
+  if (match === null) return address;
+  const high = Number.parseInt(match[1]!, 16);
+  const low = Number.parseInt(match[2]!, 16);
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
+
 const PRIVATE = new BlockList();
 for (const [base, bits] of [
   ['10.0.0.0', 8],
@@ -50,6 +69,8 @@ for (const [base, bits] of [
 for (const [base, bits] of [
   ['fc00::', 7],
   ['fe80::', 10],
+  // NAT64's local-use prefix (RFC 8215): the operator's own translator, into their own network.
+  ['64:ff9b:1::', 48],
 ] as const)
   PRIVATE.addSubnet(base, bits, 'ipv6');
 
@@ -60,7 +81,7 @@ for (const [base, bits] of [
  * the operator's own machine. A name is not resolved here.
  */
 export function isPrivateNetworkHost(hostname: string): boolean {
-  const address = unmapped(hostname.replace(/^\[|\]$/g, ''));
+  const address = embeddedIPv4(hostname.replace(/^\[|\]$/g, ''));
   if (isIPv4(address)) return PRIVATE.check(address, 'ipv4');
   if (isIPv6(address)) return PRIVATE.check(address, 'ipv6');
   return false;
@@ -82,7 +103,7 @@ export function isLoopbackHost(hostname: string): boolean {
     .replace(/\.$/, '')
     .toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  const address = unmapped(host);
+  const address = embeddedIPv4(host);
   if (isIPv4(address)) return LOOPBACK.check(address, 'ipv4') || address === '0.0.0.0';
   if (isIPv6(address)) return LOOPBACK.check(address, 'ipv6');
   return false;
@@ -93,7 +114,7 @@ export function isLoopbackHost(hostname: string): boolean {
  * outsider's say-so: private, link-local, shared or loopback (the server itself).
  */
 export function isInternalAddress(ip: string): boolean {
-  const address = unmapped(ip.replace(/^\[|\]$/g, ''));
+  const address = embeddedIPv4(ip.replace(/^\[|\]$/g, ''));
   if (isIPv4(address)) return PRIVATE.check(address, 'ipv4') || LOOPBACK.check(address, 'ipv4');
   if (isIPv6(address)) return PRIVATE.check(address, 'ipv6') || LOOPBACK.check(address, 'ipv6');
   return false;

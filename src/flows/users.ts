@@ -12,7 +12,7 @@ import type { OperatorRole } from '../core/scopes.ts';
 import type { PasswordResetRecord, SessionRecord, Stores, UserProfileChanges, UserRecord } from '../store/types.ts';
 import { transactionWithEvents, type RecordEvent } from './events.ts';
 import type { AuditEvent } from '../core/events.ts';
-import { recordEnded, type EndedBy } from './session/session.ts';
+import { endSessionsIn, recordEnded, type EndedBy } from './session/session.ts';
 import { checkCurrentPassword, type Busy, type Limited, type PasswordCheckDeps } from './sign-in.ts';
 import type { FlowDeps } from './types.ts';
 import type { Locale } from '../config/locales.ts';
@@ -66,9 +66,7 @@ export async function setDisabledIn(
   by: EndedBy = 'operator',
 ): Promise<SessionRecord[]> {
   await tx.users.setDisabled(user.id, disabled);
-  const ended = disabled ? await tx.sessions.removeForUser(user.id) : [];
-  // A sign-in waiting for its one-time code would otherwise still complete.
-  if (disabled) await tx.pendingSignIns.removeForUser(user.id);
+  const ended = disabled ? await endSessionsIn(tx, user.id) : [];
   // A reset link given out before is spent, not paused: enabling the account again must not
   // bring back a link that may have gone astray while it was disabled.
   if (disabled) await tx.passwordResets.spendAllForUser(user.id, deps.clock.now());
@@ -99,8 +97,7 @@ export async function setDisabledIn(
  */
 export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<SessionRecord[]> {
   return transactionWithEvents(deps, async (tx, record) => {
-    const ended = await tx.sessions.removeForUser(user.id);
-    await tx.pendingSignIns.removeForUser(user.id);
+    const ended = await endSessionsIn(tx, user.id);
     await tx.devices.removeForUser(user.id);
     await tx.passkeys.removeAllForUser(user.id);
     await tx.webauthnChallenges.removeForUser(user.id);
@@ -173,13 +170,13 @@ export async function updateUser(
 /**
  * A new password, inside `tx`: the hash set, every reset link of the person spent (a link sent
  * before the change would undo it: whoever read that mail could set another) and their
- * sessions ended but `keepSession`. Returns the sessions it ended. Every way a password is set
+ * sessions (and sign-ins waiting for a code) ended but `keepSession`. Returns the sessions it ended. Every way a password is set
  * goes through here: the person's own change, an operator's, a reset link and SCIM.
  */
 export async function setPasswordIn(tx: Stores, userId: string, hash: string, now: number, keepSession?: string): Promise<SessionRecord[]> {
   await tx.users.setPasswordHash(userId, hash);
   await tx.passwordResets.spendAllForUser(userId, now);
-  return tx.sessions.removeForUser(userId, keepSession);
+  return endSessionsIn(tx, userId, keepSession);
 }
 
 /**

@@ -13,6 +13,7 @@ import { normalizeUsername } from '../../core/username.ts';
 import { DuplicateError, newUserRecord, type PasskeyRecord, type SessionRecord, type UserProfileChanges, type UserRecord } from '../../store/types.ts';
 import type { Address, LocalizedNames } from '../../store/users.ts';
 import { transactionWithEvents } from '../events.ts';
+import { endSessionsIn } from '../session/session.ts';
 import { checkProfile, type LocalizedNamesInput, mergeLocalizedNames } from '../profile.ts';
 import { listPasskeys } from '../passkeys/authentication.ts';
 import { RECOVERY_CODE_COUNT, totpStatus } from '../second-factor/codes.ts';
@@ -215,8 +216,7 @@ export async function listUserSessions(deps: Pick<ManageDeps, 'store' | 'clock'>
 export async function endUserSessions(deps: ManageDeps, username: string): Promise<{ sessions: number; told: number }> {
   const user = await changeableUser(deps, username);
   const ended = await transactionWithEvents(deps, async (tx, record) => {
-    const sessions = await tx.sessions.removeForUser(user.id);
-    await tx.pendingSignIns.removeForUser(user.id);
+    const sessions = await endSessionsIn(tx, user.id);
     await record({ type: 'logout', userId: user.id, username: user.username, detail: { sessions_ended: sessions.length, by: 'operator' } });
     return sessions;
   });

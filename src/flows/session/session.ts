@@ -161,10 +161,22 @@ export async function endSession(deps: FlowDeps, browser: Browser, by: 'user' | 
  * "Sign out everywhere": every session of `user` ends, this browser's included, and the
  * apps that received an ID token in any of them are told (Back-Channel Logout 1.0).
  */
+/**
+ * Ends a person's sessions inside `tx`, but `keepSession`, and with them their sign-ins waiting
+ * for a one-time code: one completed after would be a session begun on the password the change
+ * was made to shut out (a new password, "Sign out everywhere", a disabled account). Returns the
+ * sessions it ended. Every way a person's sessions end together goes through here.
+ */
+export async function endSessionsIn(tx: Stores, userId: string, keepSession?: string): Promise<SessionRecord[]> {
+  const ended = await tx.sessions.removeForUser(userId, keepSession);
+  await tx.pendingSignIns.removeForUser(userId);
+  return ended;
+}
+
 export async function endEverywhere(deps: FlowDeps, browser: Browser, user: UserRecord): Promise<readonly SessionRecord[]> {
   browser.cookies.clear(cookieNames(deps.config).session);
   const ended = await transactionWithEvents(fromBrowser(deps, browser), async (tx, record) => {
-    const removed = await tx.sessions.removeForUser(user.id);
+    const removed = await endSessionsIn(tx, user.id);
     await recordEnded(record, user, removed, 'everywhere');
     return removed;
   });

@@ -18,9 +18,9 @@ import { flowWorld, type FlowWorld, CookieJar } from '../../../test/helpers/flow
 import { beginTotpEnrolment, confirmTotpEnrolment } from '../second-factor/codes.ts';
 import { totpAt } from '../second-factor/totp.ts';
 import { enrolmentLimits } from '../sign-in.ts';
-import { setUserDisabled } from '../users.ts';
+import { setUserDisabled, setUserPassword } from '../users.ts';
 import { cookieNames, type CookiePort } from './cookies.ts';
-import { beginSession, signedIn, type Browser } from './session.ts';
+import { beginSession, endEverywhere, signedIn, type Browser } from './session.ts';
 import { afterFirstStep, afterPasskey, completeSecondFactor, gainOneTimeCode } from './sign-in.ts';
 
 /** Each cookie the flow set, with its lifetime, or cleared (null), in order. */
@@ -183,6 +183,19 @@ describe('signing a browser in after the first step (flows/session/sign-in.ts)',
       'signed-in',
       'a new sign-in goes through',
     );
+  });
+
+  it('ends a sign-in waiting for its code when the password is changed or the person signs out everywhere', async () => {
+    for (const [what, end] of [
+      ['a new password', (user: UserRecord) => setUserPassword(world.deps, user, { hash: '!' })],
+      ['"Sign out everywhere"', (user: UserRecord) => endEverywhere(world.deps, browserWith(new CookieJar()), user)],
+    ] as const) {
+      const { user, secret } = await withCodes(`gwen-${what.length}`);
+      const cookies = await waiting(user);
+      await end(user);
+      assert.deepEqual(await completeSecondFactor(world.deps, browserWith(cookies), code(secret), NO_APP), { kind: 'expired' }, what);
+      assert.equal(await signedIn(world.deps, { cookies }), null, what);
+    }
   });
 
   it('refuses a wrong code, recording it with the browser it came from, and keeps the sign-in waiting for the right one', async () => {

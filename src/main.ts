@@ -23,7 +23,8 @@ import type { ClearedEmail, Store } from './store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, UnknownKeyEncryptionKeyError, type KeyEncryption } from './tokens/key-encryption.ts';
 import { resealProviderSecrets } from './tokens/secret-box.ts';
 import { resealOutboxSecrets } from './flows/webhooks/reseal.ts';
-import { KeyManager } from './tokens/keys.ts';
+import { KeyManager, type KeySettings } from './tokens/keys.ts';
+import { ACCESS_TOKEN_TTL_RANGE } from './flows/manage/resources.ts';
 
 /** How long expired records are kept, so a replayed code is still recognised as one. */
 const PURGE_RETENTION_MS = 60 * 60_000;
@@ -84,12 +85,23 @@ export function schedulePurge(
   };
 }
 
+/**
+ * How long keys publish before they sign and stay published after. A retired key stays until
+ * the last token it signed has expired, and an API may give its access tokens up to
+ * ACCESS_TOKEN_TTL_RANGE.max (`tessera resource add --access-token-ttl`), longer than the
+ * server-wide lifetimes: counted by those alone, a rotation left an API's tokens, signed in
+ * the old key's last hour, unverifiable for the rest of their day.
+ */
+export function keySettings(config: Config): KeySettings {
+  return {
+    leadTimeSeconds: config.keyLeadTimeSeconds,
+    maxTokenLifetimeSeconds: Math.max(config.lifetimes.accessToken, config.lifetimes.idToken, ACCESS_TOKEN_TTL_RANGE.max),
+  };
+}
+
 /** The signing keys, their private halves encrypted in the store under the configured KEK. */
 export function keyManager(config: Config, store: Store, encryption: KeyEncryption = loadKeyEncryption(config.keyEncryption)): KeyManager {
-  return new KeyManager(encryptedKeyStore(store.keys, encryption), systemClock, {
-    leadTimeSeconds: config.keyLeadTimeSeconds,
-    maxTokenLifetimeSeconds: Math.max(config.lifetimes.accessToken, config.lifetimes.idToken),
-  });
+  return new KeyManager(encryptedKeyStore(store.keys, encryption), systemClock, keySettings(config));
 }
 
 /**

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../src/core/clock.ts';
 import { encryptedKeyStore, loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { KeyManager } from '../src/tokens/keys.ts';
+import { keySettings } from '../src/main.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
 /** The JWS algorithms a client may sign its assertions and request objects with: RSA, RSA-PSS, ECDSA and EdDSA, no HMAC. */
@@ -74,6 +75,25 @@ describe('discovery and JWKS', () => {
 });
 
 describe('key rotation', () => {
+  it("keeps a retired key published for as long as an API's tokens may live, a day, not only the server-wide lifetimes", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1));
+    const server = await startTestServer({ clock });
+    try {
+      const keys = new KeyManager(encryptedKeyStore(server.store.keys, loadKeyEncryption(server.config.keyEncryption)), clock, keySettings(server.config));
+      const before = await keys.signingKey('RS256');
+      await keys.rotate();
+      // Signed in the old key's last moment, for an API registered with --access-token-ttl 86400.
+      clock.advance(server.config.keyLeadTimeSeconds * 1000 - 1);
+      const published = async () => (await keys.jwks()).keys.map((key) => key.kid);
+      clock.advance(23 * 3600 * 1000);
+      assert.ok((await published()).includes(before.kid), 'its last tokens still live: the key that verifies them stays');
+      clock.advance(3600 * 1000 + 2);
+      assert.ok(!(await published()).includes(before.kid), 'gone once they have all expired');
+    } finally {
+      await server.close();
+    }
+  });
+
   it('publishes the next key before it signs, and keeps the old one until its tokens expire', async () => {
     const clock = new ManualClock(Date.UTC(2026, 5, 1));
     const server = await startTestServer({ clock });

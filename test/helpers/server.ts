@@ -24,6 +24,7 @@ import { newUserRecord, type Store, type UserRecord } from '../../src/store/type
 import { seedRsaKey } from './keys.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption } from '../../src/tokens/key-encryption.ts';
 import { KeyManager } from '../../src/tokens/keys.ts';
+import { keySettings } from '../../src/main.ts';
 
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
 
@@ -206,10 +207,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     // Only at the first start of a fresh database: a restart finds the keys it stored.
     if (fresh && (await keyStore.listPublished(clock.now())).length === 0) await seedRsaKey(keyStore, clock.now());
     fresh = false;
-    const keys = new KeyManager(keyStore, clock, {
-      leadTimeSeconds: config.keyLeadTimeSeconds,
-      maxTokenLifetimeSeconds: 3600,
-    });
+    const keys = new KeyManager(keyStore, clock, keySettings(config));
     await keys.ensureKeys();
     const log = options.log;
     const logger = log ? { level: 'warn', stream: { write: (line: string) => log(JSON.parse(line) as Record<string, unknown>) } } : false;

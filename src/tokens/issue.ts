@@ -47,6 +47,30 @@ function actorOf(value: unknown, depth = 0): Actor | null {
   return prior === null ? null : { sub, act: prior };
 }
 
+/**
+ * What the earlier tokens of a token-exchange chain held, by the API each was for (its `aud`):
+ * the scope of the chain's first token and of each exchanged one, narrowed where the chain came
+ * back to an API. A later exchange for one of these APIs passes on no more
+ * (flows/token-exchange/token.ts).
+ */
+export type ChainScope = ReadonlyMap<string, readonly string[]>;
+
+/**
+ * The `chain_scope` claim (`{"<aud>": "<scope>"}`) as a `ChainScope`, or null when it is not
+ * one. A chain names no more APIs than it has actors, and no more than MAX_ACTOR_CHAIN.
+ */
+function chainScopeOf(value: unknown): ChainScope | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const entries = Object.entries(value);
+  if (entries.length > MAX_ACTOR_CHAIN) return null;
+  const chain = new Map<string, readonly string[]>();
+  for (const [aud, scope] of entries) {
+    if (typeof scope !== 'string') return null;
+    chain.set(aud, scope.split(' ').filter(Boolean));
+  }
+  return chain;
+}
+
 /** How many actors an `act` claim names: 0 for none, 1 for a current actor alone, and so on. */
 export function actorCount(actor: Actor | null | undefined): number {
   let count = 0;
@@ -149,6 +173,8 @@ export interface AccessTokenClaims {
   readonly userinfoClaims: readonly string[];
   /** RFC 8693 §4.1: who acts for `sub` (a token exchange's client, and those before it); null when `sub`'s own client does. */
   readonly act: Actor | null;
+  /** An exchanged token's `chain_scope`: what the tokens it was exchanged from held, by API; empty for any other, and for one exchanged before it was carried. */
+  readonly chainScope: ChainScope;
   /**
    * The trusted issuer of the ID-JAG the token was issued for (`id_jag_iss`), when it was: a
    * person's token with no grant here, living while that issuer stays trusted. Null otherwise.
@@ -166,6 +192,8 @@ export interface ExchangeIssuance {
   readonly scope: readonly string[];
   readonly resource: ResourceRecord;
   readonly act: Actor;
+  /** What the subject token and the tokens it was exchanged from held, by API (`chain_scope`); absent: none. */
+  readonly chainScope?: ChainScope;
   /** The subject token's `exp` (seconds): this token never outlives it. */
   readonly notAfter: number;
   readonly dpopJkt: string | null;
@@ -382,8 +410,9 @@ export class TokenIssuer {
    * RFC 8693 §2.2.1: the access token a token exchange issues, an RFC 9068 JWT for one API
    * with `sub` the person, `client_id` the exchanging client, `act` the actors (§4.1) and
    * `gid` the subject token's grant, so that it lives exactly as long as that grant does
-   * (flows/lifecycle/access-token.ts). Its `exp` is the API's lifetime or the subject token's
-   * `exp`, whichever is sooner: an exchanged token never outlives the token it came from
+   * (flows/lifecycle/access-token.ts), and `chain_scope` what the tokens before it held. Its
+   * `exp` is the API's lifetime or the subject token's `exp`, whichever is sooner: an
+   * exchanged token never outlives the token it came from
    * (Keycloak's CVE of 2026 issued one that did). No refresh token: the exchange is repeated
    * with a fresh subject token. Nothing is recorded on the grant: its activity is its own
    * client's, and this token ends before the subject token does.
@@ -392,9 +421,19 @@ export class TokenIssuer {
     const now = seconds(this.#clock.now());
     const exp = Math.min(now + (issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken), issuance.notAfter);
     const scope = issuance.scope.join(' ');
+    // What the chain held goes neither in `scope` (RFC 9068 §2.2.3: "All the individual scope
+    // strings in the "scope" claim MUST have meaning for the resources indicated in the "aud"
+    // claim") nor in `act` (RFC 8693 §4.1: "non-identity claims (e.g., exp, nbf, and aud) are
+    // not meaningful when used within an act claim"), but in a claim of this server's own, read
+    // back only here, as `gid` is. RFC 9068 §2.2.2: "Authorization servers MAY return arbitrary
+    // attributes not defined in any existing specification, as long as the corresponding claim
+    // names are collision resistant or the access tokens are meant to be used only within a
+    // private subsystem."
+    const chain = issuance.chainScope ?? new Map();
+    const chainClaim = chain.size === 0 ? {} : { chain_scope: Object.fromEntries([...chain].map(([aud, held]) => [aud, held.join(' ')])) };
     const token = await this.#apiAccessToken(
       issuance.resource,
-      { client_id: issuance.client.id, scope, gid: issuance.grantId, act: issuance.act, ...issuance.organization },
+      { client_id: issuance.client.id, scope, gid: issuance.grantId, act: issuance.act, ...chainClaim, ...issuance.organization },
       issuance.userId,
       now,
       exp,
@@ -565,6 +604,7 @@ export class TokenIssuer {
         claims_locales: claimsLocales,
         userinfo_claims: userinfoClaims,
         act,
+        chain_scope: chainScope,
         id_jag_iss: assertedBy,
       } = payload;
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
@@ -578,6 +618,9 @@ export class TokenIssuer {
       // Only a person's token is acted for (a token exchange needs a grant).
       const actor = act === undefined ? null : actorOf(act);
       if (act !== undefined && (actor === null || typeof gid !== 'string')) return null;
+      // Only an exchanged token carries what its chain held; one from before it was carried holds none.
+      const chain = chainScope === undefined ? new Map<string, readonly string[]>() : chainScopeOf(chainScope);
+      if (chain === null || (chainScope !== undefined && actor === null)) return null;
       return {
         sub,
         jti,
@@ -591,6 +634,7 @@ export class TokenIssuer {
         claimsLocales: typeof claimsLocales === 'string' ? claimsLocales.split(' ').filter(Boolean) : [],
         userinfoClaims: typeof userinfoClaims === 'string' ? userinfoClaims.split(' ').filter(Boolean) : [],
         act: actor,
+        chainScope: chain,
         assertedBy: typeof assertedBy === 'string' ? assertedBy : null,
       };
     } catch {

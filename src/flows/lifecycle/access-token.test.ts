@@ -414,6 +414,33 @@ describe('access tokens presented at UserInfo and at an API (flows/lifecycle/acc
     assert.ok(await live(await exchangedBy(exchanger)), 'the exchanging client still may');
   });
 
+  it("reads back what an exchanged token's chain held (chain_scope), and refuses one malformed or on a token nobody acted for", async () => {
+    const PRINTS = 'https://prints.example.com';
+    const exchanged = (claims: JWTPayload) => mint({ client_id: exchanger.id, aud: API, scope: 'reports:read', act: { sub: exchanger.id }, ...claims });
+    const read = await live(await exchanged({ chain_scope: { [PRINTS]: 'prints:status', [API]: '' } }));
+    assert.deepEqual(
+      read?.claims.chainScope,
+      new Map([
+        [PRINTS, ['prints:status']],
+        [API, []],
+      ]),
+    );
+    assert.deepEqual((await live(await exchanged({})))?.claims.chainScope, new Map(), 'exchanged before tokens carried it: none');
+    const ownClient = { act: undefined, client_id: app.id };
+    assert.ok(await live(await exchanged(ownClient)), 'the same token, its grant’s own client’s and acted for by nobody, without chain_scope');
+    const cases: [string, JWTPayload][] = [
+      ['a string', { chain_scope: 'prints:status' }],
+      ['a list', { chain_scope: [PRINTS] }],
+      ['a scope that is no string', { chain_scope: { [PRINTS]: ['prints:status'] } }],
+      [
+        'more APIs than a chain of 32 actors passes',
+        { chain_scope: Object.fromEntries(Array.from({ length: 33 }, (_, n) => [`https://api${n}.example.com`, ''])) },
+      ],
+      ['on a token nobody acted for', { ...ownClient, chain_scope: { [PRINTS]: 'prints:status' } }],
+    ];
+    for (const [what, claims] of cases) assert.equal(await live(await exchanged(claims)), null, what);
+  });
+
   it('ends a token redeemed for an ID-JAG once its issuer, client, person or API no longer stands', async () => {
     const issued = await world.tokens.issueAsserted({ client: agent, userId: ada.id, scope: ['reports:read'], resource: api, assertedBy: IDP, dpopJkt: null });
     const asserted = await live(issued.access_token);

@@ -50,12 +50,15 @@ async function apis(env: Record<string, string> = {}) {
   });
   const { client: prints } = await world.addClient({ client_name: 'Print API', grant_types: ['token-exchange'], token_exchange_audiences: [PHOTOS] });
   const ada = await world.addUser({ username: 'ada' });
-  /** The person approves `scope` for the app; the app's access token for `resource`, and the grant. */
-  const personToken = async (scope = ['openid', 'photos:read', 'prints:order'], resource = PHOTOS, user: UserRecord = ada) => {
+  /**
+   * The person approves `scope` for the app; the app's access token for `resource` (holding
+   * `requested` of it when given, all it may otherwise), and the grant.
+   */
+  const personToken = async (scope = ['openid', 'photos:read', 'prints:order'], resource = PHOTOS, user: UserRecord = ada, requested?: readonly string[]) => {
     const now = world.clock.now();
     const grantId = randomUUID();
     await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: app.id, scope }, now));
-    const target = await tokenTarget(world.store, { scope, createdAt: now }, resource);
+    const target = await tokenTarget(world.store, { scope, createdAt: now }, resource, requested);
     const issued = await world.tokens.issue({ client: app, user, ...target, grantId, authTime: now });
     return { token: issued.access_token, grantId };
   };
@@ -124,13 +127,8 @@ describe('the token-exchange grant (RFC 8693)', () => {
   });
 
   it('for the subject token’s own API, passes on no more than that token carries, though the person approved more', async () => {
-    const scope = ['openid', 'prints:order', 'prints:status'];
-    const now = w.world.clock.now();
-    const grantId = randomUUID();
-    await w.world.store.grants.create(approvedGrant({ id: grantId, userId: w.ada.id, clientId: w.app.id, scope }, now));
     // The app asked for a print token holding prints:status alone.
-    const target = await tokenTarget(w.world.store, { scope, createdAt: now }, PRINTS, ['prints:status']);
-    const token = (await w.world.tokens.issue({ client: w.app, user: w.ada, ...target, grantId, authTime: now })).access_token;
+    const { token } = await w.personToken(['openid', 'prints:order', 'prints:status'], PRINTS, w.ada, ['prints:status']);
     assert.equal((await w.exchange(w.photos, { ...subject(token), resource: PRINTS })).scope, 'prints:status');
     assert.equal(await outcome(() => w.exchange(w.photos, { ...subject(token), resource: PRINTS, scope: 'prints:order' })), 'invalid_scope');
   });
@@ -200,6 +198,42 @@ describe('the token-exchange grant (RFC 8693)', () => {
     assert.equal(back.sub, w.ada.id);
     assert.deepEqual(back['act'], { sub: w.prints.id, act: { sub: w.photos.id } });
     assert.equal(back['scope'], 'photos:read');
+  });
+
+  it('for an API a token of the chain was for, passes on no more than it carried: a detour through another API wins nothing back (§5)', async () => {
+    // The person approved both print scopes and the ledger's; the app asked for a print token holding prints:status alone.
+    const { token, grantId } = await w.personToken(['openid', 'prints:order', 'prints:status', 'ledger:read'], PRINTS, w.ada, ['prints:status']);
+    const { client: broker } = await w.world.addClient({
+      client_name: 'Broker',
+      grant_types: ['token-exchange'],
+      token_exchange_audiences: [PRINTS, LEDGER],
+    });
+    assert.equal(await outcome(() => w.exchange(broker, { ...subject(token), resource: PRINTS, scope: 'prints:order' })), 'invalid_scope', 'straight back');
+    const ledger = (await w.exchange(broker, { ...subject(token), resource: LEDGER })).access_token;
+    assert.equal(await outcome(() => w.exchange(broker, { ...subject(ledger), resource: PRINTS, scope: 'prints:order' })), 'invalid_scope', 'by the ledger');
+    const back = await w.exchange(broker, { ...subject(ledger), resource: PRINTS });
+    assert.equal(back.scope, 'prints:status');
+    assert.deepEqual(decodeJwt(ledger)['chain_scope'], { [PRINTS]: 'prints:status' }, 'the ledger token remembers what the print token held');
+    // Once more round: the print token from the detour remembers the ledger and the first print token.
+    const again = (await w.exchange(broker, { ...subject(back.access_token), resource: LEDGER })).access_token;
+    assert.deepEqual(decodeJwt(again)['chain_scope'], { [PRINTS]: 'prints:status', [LEDGER]: 'ledger:read' });
+    assert.equal(await outcome(() => w.exchange(broker, { ...subject(again), resource: PRINTS, scope: 'prints:order' })), 'invalid_scope', 'twice round');
+
+    // A ledger token exchanged before tokens carried chain_scope: narrowed by itself alone, as then.
+    const ledgerApi = await w.world.store.resources.get(LEDGER);
+    assert.ok(ledgerApi);
+    const before = await w.world.tokens.issueExchanged({
+      client: broker,
+      userId: w.ada.id,
+      grantId,
+      scope: ['ledger:read'],
+      resource: ledgerApi,
+      act: { sub: broker.id },
+      notAfter: decodeJwt(token).exp!,
+      dpopJkt: null,
+    });
+    assert.equal(decodeJwt(before.access_token)['chain_scope'], undefined);
+    assert.equal((await w.exchange(broker, { ...subject(before.access_token), resource: PRINTS })).scope, 'prints:order prints:status');
   });
 
   it('never issues a token that outlives its subject token', async () => {

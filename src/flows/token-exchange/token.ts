@@ -9,16 +9,17 @@
  *
  * What the new token may do never exceeds what the person approved: it lives on the subject
  * token's grant (revoking that grant, or disabling the person, ends it), it carries only
- * scopes that grant holds for the API it is for, and it expires no later than the subject
- * token. What a client may ask for is the operator's: each client lists the APIs its
- * exchanges may be for (`tessera client add --grant token-exchange --exchange-audience URI`).
+ * scopes that grant holds for the API it is for, no more than any token of the chain it comes
+ * from held for that API, and it expires no later than the subject token. What a client may
+ * ask for is the operator's: each client lists the APIs its exchanges may be for
+ * (`tessera client add --grant token-exchange --exchange-audience URI`).
  */
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_TOKEN_EXCHANGE, TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_ID_JAG } from '../../core/protocol.ts';
 import { exchangeForIdJag } from './id-jag.ts';
 import { parseScope } from '../../core/scopes.ts';
 import type { ClientRecord, ResourceRecord } from '../../store/types.ts';
-import { actorCount, type Actor } from '../../tokens/issue.ts';
+import { actorCount, type Actor, type ChainScope } from '../../tokens/issue.ts';
 import { organizationClaims } from '../../tokens/claims.ts';
 import type { DpopProof } from '../dpop/proof.ts';
 import { liveAccessToken, type LiveAccessToken } from '../lifecycle/access-token.ts';
@@ -64,15 +65,19 @@ function targetOf(client: ClientRecord, catalog: ResourceCatalog, params: Params
 
 /**
  * §2.1 scope: "the scope of the requested security token". What the person approved in the
- * subject token's grant for the target API, and when the target is the subject token's own
- * API, no more than the subject token carries: an exchange narrows, never widens. A token
- * here is for one API (RFC 9068 §3) and every API scope belongs to one API, so the subject
- * token carries none of another API's scopes; its grant says which the person approved.
+ * subject token's grant for the target API, and when a token of the chain was for the target
+ * API (the subject token, or one it was exchanged from), no more than it carried: an exchange
+ * narrows, never widens. A token here is for one API (RFC 9068 §3) and every API scope belongs
+ * to one API, so the subject token carries none of another API's scopes; its grant says which
+ * the person approved.
  */
 function scopeOf(raw: string | undefined, ceiling: readonly string[], target: ResourceRecord): readonly string[] {
   if (raw === undefined) {
     if (ceiling.length === 0)
-      throw new OAuthError('invalid_scope', `the person approved none of the scopes of ${target.identifier} for the subject token's authorization`);
+      throw new OAuthError(
+        'invalid_scope',
+        `no scope of ${target.identifier} to pass on: the person approved none for the subject token's authorization, or the tokens it was exchanged from held none`,
+      );
     return ceiling;
   }
   const asked = parseScope(raw);
@@ -81,7 +86,11 @@ function scopeOf(raw: string | undefined, ceiling: readonly string[], target: Re
   if (openId.length > 0)
     throw new OAuthError('invalid_scope', `${openId.join(' ')}: an exchanged token is for an API; OpenID scopes are for this server's own`);
   const wider = asked.filter((scope) => !ceiling.includes(scope));
-  if (wider.length > 0) throw new OAuthError('invalid_scope', `not covered by the subject token for ${target.identifier}: ${wider.join(' ')}`);
+  if (wider.length > 0)
+    throw new OAuthError(
+      'invalid_scope',
+      `not covered by the subject token, or the tokens it was exchanged from, for ${target.identifier}: ${wider.join(' ')}`,
+    );
   return asked;
 }
 
@@ -126,6 +135,21 @@ async function subjectOf(deps: FlowDeps, params: Params): Promise<Extract<LiveAc
   return subject;
 }
 
+/**
+ * What the chain held up to and with the subject token, by API: what it held before (the
+ * subject's `chain_scope`) and the subject token's own scopes for its API, the narrower where
+ * both name it. A token for this server's own API (UserInfo) adds nothing: no exchange is for it.
+ */
+function chainScopeWith(subject: LiveAccessToken, catalog: ResourceCatalog): ChainScope {
+  const chain = new Map(subject.claims.chainScope);
+  if (subject.resource === null) return chain;
+  const api = subject.resource.identifier;
+  const own = subject.claims.scope.filter((scope) => catalog.ownerOf(scope)?.identifier === api);
+  const before = chain.get(api);
+  chain.set(api, before === undefined ? own : own.filter((scope) => before.includes(scope)));
+  return chain;
+}
+
 async function exchange(deps: FlowDeps, client: ClientRecord, params: Params, proof: DpopProof | null): Promise<TokenResponse> {
   // §2.1 requested_token_type: "If the requested type is unspecified, the issued token type
   // is at the discretion of the authorization server": an access token, the only type here.
@@ -157,7 +181,17 @@ async function exchange(deps: FlowDeps, client: ClientRecord, params: Params, pr
   // grantedResources says), or the grant holds none of its scopes to pass on.
   const covered = grantedResources(catalog, { scope: grant.scope, createdAt: grant.renewedAt ?? grant.createdAt }).resources.includes(target);
   const approved = covered ? grant.scope.filter((scope) => catalog.ownerOf(scope) === target) : [];
-  const ceiling = subject.claims.aud === target.identifier ? approved.filter((scope) => subject.claims.scope.includes(scope)) : approved;
+  // §2.1 leaves what an exchanged token may do to the server: "the exchange is a one-time event
+  // and does not create a tight linkage between the input and output tokens". §5: "Any time one
+  // principal is delegated the rights of another principal, the potential for abuse is a
+  // concern. The use of the "scope" claim ... is suggested to mitigate potential for such
+  // abuse". So the narrowing holds along the chain, not only against the subject token: an API
+  // an earlier token was for gets no more than that token held, or a detour through another API
+  // (prints, then ledger, then prints again) would win back what the first exchange left out.
+  // A chain exchanged before tokens carried `chain_scope` narrows by its subject token alone.
+  const chainScope = chainScopeWith(subject, catalog);
+  const held = chainScope.get(target.identifier);
+  const ceiling = held === undefined ? approved : approved.filter((scope) => held.includes(scope));
   const scope = scopeOf(params['scope'], ceiling, target);
 
   const response = await deps.tokens.issueExchanged({
@@ -167,6 +201,7 @@ async function exchange(deps: FlowDeps, client: ClientRecord, params: Params, pr
     scope,
     resource: target,
     act,
+    chainScope,
     // Never past the subject token's own expiry.
     notAfter: subject.claims.exp,
     // RFC 9449 §5: a proof with the request binds the token to its key.

@@ -14,7 +14,7 @@ import { jwtBearerGrant } from './flows/jwt-bearer/token.ts';
 import { trustedIssuerUrlRule } from './flows/manage/trusted-issuers.ts';
 import { adminListenerHandler, adminRoutes, separateAdminListener } from './http/admin/index.ts';
 import { registrationRoutes } from './http/registration.ts';
-import { metadataDocumentClient } from './flows/registration/metadata-document.ts';
+import { metadataDocumentClients } from './flows/registration/metadata-document.ts';
 
 export { adminListenerHandler };
 import type { TokenGrant } from './flows/types.ts';
@@ -132,7 +132,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
     dpopNonces: new DpopNonces(() => input.keys.derivedSecret('dpop nonce'), input.clock, input.config.dpop.nonceLifetime),
   };
   if (!input.config.registration.metadataDocuments.enabled) return deps;
-  return { ...deps, metadataClient: (clientId, ip) => metadataDocumentClient(deps, clientId, ip) };
+  return { ...deps, metadataClient: metadataDocumentClients(deps) };
 }
 
 /** Builds the Fastify app from its dependencies; does not listen. */

@@ -69,6 +69,7 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       '/uncached.json': document({}, { 'cache-control': 'no-store' }),
       '/large.json': document({ padding: 'x'.repeat(4000) }),
       '/slow.json': (url, response) => setTimeout(() => document()(url, response), 1500).unref(),
+      '/raced.json': (url, response) => setTimeout(() => document()(url, response), 200).unref(),
       '/moved.json': (_url, response) => response.writeHead(302, { location: '/agent.json' }).end(),
       '/other-id.json': json({ client_id: 'https://elsewhere.example/client.json', redirect_uris: [REDIRECT] }),
       '/secret.json': document({ client_secret: 'shh' }),
@@ -165,6 +166,19 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     assert.equal(other.status, 400);
     assert.match(other.text, /redirect_uri is not registered for this client/);
     assert.equal(app.hits.get('/uncached.json'), 1, 'no-store: still kept a second');
+  });
+
+  it('answers every one of several first requests for a new app at once, from one fetch of its document and one client', async () => {
+    const clientId = `${app.base}/raced.json`;
+    const answers = await Promise.all([1, 2, 3].map(() => authorize(server, clientId)));
+    assert.deepEqual(
+      answers.map((answer) => answer.status),
+      [200, 200, 200],
+      answers.map((answer) => answer.text).join('\n'),
+    );
+    for (const answer of answers) assert.match(answer.text, /Sign in to continue to Calendar Agent/);
+    assert.equal(app.hits.get('/raced.json'), 1, 'the requests that came while it was fetched waited for that fetch');
+    assert.equal((await server.store.clients.get(clientId))?.registeredBy, 'metadata_document');
   });
 
   it("refuses a document that takes an operator app's name (or a look-alike) or private-use redirect scheme", async () => {

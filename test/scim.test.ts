@@ -496,6 +496,33 @@ describe('bad input: the SCIM error it defines, never a 500, nothing half writte
     assert.equal(await server.store.users.findByUsername('nul-title'), null, 'nothing made');
   });
 
+  it('answers JSON nested deeper than any resource is with invalidValue, in a bulk operation, the manager and a PATCH, never a 500', async () => {
+    const nested = (depth: number, inner: string) => `${'['.repeat(depth)}${inner}${']'.repeat(depth)}`;
+    const operation = `{"method":"POST","path":"/Users","bulkId":"deep","data":${nested(200_000, '"bulkId:deep"')}}`;
+    const bulk = await scim('POST', '/Bulk', `{"schemas":["urn:ietf:params:scim:api:messages:2.0:BulkRequest"],"Operations":[${operation}]}`);
+    assertError(bulk, 400, 'invalidValue');
+    const manager = `${'{"value":'.repeat(10_000)}"boss"${'}'.repeat(10_000)}`;
+    const deep = await scim('POST', '/Users', `{"schemas":["${USER}","${ENTERPRISE}"],"userName":"deep-manager","${ENTERPRISE}":{"manager":${manager}}}`);
+    assertError(deep, 400, 'invalidValue');
+    assert.equal(await server.store.users.findByUsername('deep-manager'), null, 'nothing made');
+    const user = await server.addUser({ username: 'deep-patch' });
+    const patch = `{"schemas":["${PATCH}"],"Operations":[{"op":"add","path":"emails","value":${nested(100_000, '"x"')}}]}`;
+    assertError(await scim('PATCH', `/Users/${user.id}`, patch), 400, 'invalidValue');
+  });
+
+  it('takes a manager of value, $ref and displayName, each text, and refuses anything else in it with invalidValue', async () => {
+    const withManager = (username: string, manager: unknown) =>
+      scim('POST', '/Users', { schemas: [USER, ENTERPRISE], userName: username, [ENTERPRISE]: { manager } });
+    for (const manager of ['m-1', { value: { id: 'm-1' } }, { value: 'm-1', reports: { to: 'm-2' } }]) {
+      assertError(await withManager('wrongly-managed', manager), 400, 'invalidValue');
+    }
+    assert.equal(await server.store.users.findByUsername('wrongly-managed'), null, 'nothing made');
+    const manager = { value: 'm-1', $ref: `${server.config.issuer}/scim/v2/Users/m-1`, displayName: 'Ada' };
+    const managed = await withManager('managed', manager);
+    assert.equal(managed.status, 201, JSON.stringify(managed.body));
+    assert.deepEqual((managed.body[ENTERPRISE] as Record<string, unknown>)['manager'], manager);
+  });
+
   it('answers PATCH paths that do not exist with invalidPath, read-only ones with mutability, and wrong types with invalidValue', async () => {
     const user = await server.addUser({ username: 'patient', profile: { phoneNumber: '+44 20 7946 0958' } });
     const patch = (operations: unknown[]) => scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH], Operations: operations });

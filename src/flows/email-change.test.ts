@@ -171,6 +171,21 @@ describe("changing one's own e-mail address", () => {
     assert.equal((await mailed(user, 'user.email_changed')).length, 1, 'one notice');
   });
 
+  it('refuses a link to an address another account has, as any link it cannot use, and changes nothing, the link included', async () => {
+    const other = await world.addUser({ username: 'sharing', email: 'shared@example.com', emailVerified: true });
+    const user = await person();
+    // The request does not say whether an account has the address: it is mailed as any other.
+    assert.deepEqual(await ask(user, 'Shared@example.com'), { kind: 'sent', email: 'Shared@example.com' });
+    const token = await linkToken(user);
+    assert.deepEqual(await verifyEmailChange(deps, token), { kind: 'invalid_link' });
+    const unchanged = (await world.store.users.get(user.id))!;
+    assert.deepEqual([unchanged.email, unchanged.emailVerified], [user.email, true]);
+    assert.equal((await world.store.users.get(other.id))?.email, 'shared@example.com');
+    assert.deepEqual(await mailed(user, 'user.email_changed'), [], 'no notice');
+    // Were it spent, the address would leave the asker's page unset: that the link was followed and refused.
+    assert.equal(await pendingEmailChange(deps, user), 'Shared@example.com', 'the asker sees the change still waiting');
+  });
+
   it('refuses the link of a person disabled since, and leaves their address as it was', async () => {
     const user = await person();
     await ask(user, 'while-disabled@example.com');

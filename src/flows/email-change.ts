@@ -17,7 +17,7 @@
 import type { Locale } from '../config/locales.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { EMAIL_CHANGE_VERIFY_PATH } from '../core/endpoints.ts';
-import type { EmailChangeRecord, UserRecord } from '../store/types.ts';
+import { DuplicateError, type EmailChangeRecord, type UserRecord } from '../store/types.ts';
 import { isRefusal } from './attempts.ts';
 import { transactionWithEvents } from './events.ts';
 import { mailAddress } from './mail/outbox.ts';
@@ -103,29 +103,41 @@ export type EmailChangeVerifyResult = { readonly kind: 'done'; readonly user: Us
  * Follows the link: exactly one caller uses it up (one conditional UPDATE), in the transaction
  * that sets the address, ends the person's other waiting links and the reset links mailed to
  * the old address, and queues the notice to the old address.
+ *
+ * An address another account has (the request did not say whether one had it) cannot be this
+ * one's too: the link then cannot be used, and nothing changes, the link included.
  */
 export async function verifyEmailChange(deps: AccountDeps, token: string): Promise<EmailChangeVerifyResult> {
   const found = await findEmailChange(deps, token);
   if (found === null) return { kind: 'invalid_link' };
   const { user } = found;
-  return transactionWithEvents(deps, async (tx, record): Promise<EmailChangeVerifyResult> => {
-    const now = Math.max(deps.clock.now(), user.updatedAt + 1);
-    const used = await tx.emailChanges.consume(found.change.tokenHash, deps.clock.now());
-    if (used === null) return { kind: 'invalid_link' };
-    await endMailedLinks(tx, user.id, now);
-    await tx.users.update(user.id, { email: used.email, emailVerified: true }, now);
-    const changed = await record({ type: 'user.email_changed', userId: user.id, username: user.username, detail: { by: 'email' } });
-    // As an operator's change is announced: webhooks' user.updated, CAEP token-claims-change.
-    await record({ type: 'user.updated', userId: user.id, username: user.username, detail: { fields: 'email emailVerified', by: 'user' } });
-    const old = user.email;
-    if (deps.mail && old !== null && old.toLowerCase() !== used.email.toLowerCase()) {
-      await deps.mail.queue(tx, changed, {
-        kind: 'email_changed',
-        to: { address: old, name: user.name ?? '' },
-        locale: mailLocale(deps, user),
-        values: { username: user.username, email: used.email, at: changed.at },
-      });
-    }
-    return { kind: 'done', user: { ...user, email: used.email, emailVerified: true }, email: used.email };
-  });
+  try {
+    return await transactionWithEvents(deps, async (tx, record): Promise<EmailChangeVerifyResult> => {
+      const now = Math.max(deps.clock.now(), user.updatedAt + 1);
+      const used = await tx.emailChanges.consume(found.change.tokenHash, deps.clock.now());
+      if (used === null) return { kind: 'invalid_link' };
+      await endMailedLinks(tx, user.id, now);
+      await tx.users.update(user.id, { email: used.email, emailVerified: true }, now);
+      const changed = await record({ type: 'user.email_changed', userId: user.id, username: user.username, detail: { by: 'email' } });
+      // As an operator's change is announced: webhooks' user.updated, CAEP token-claims-change.
+      await record({ type: 'user.updated', userId: user.id, username: user.username, detail: { fields: 'email emailVerified', by: 'user' } });
+      const old = user.email;
+      if (deps.mail && old !== null && old.toLowerCase() !== used.email.toLowerCase()) {
+        await deps.mail.queue(tx, changed, {
+          kind: 'email_changed',
+          to: { address: old, name: user.name ?? '' },
+          locale: mailLocale(deps, user),
+          values: { username: user.username, email: used.email, at: changed.at },
+        });
+      }
+      return { kind: 'done', user: { ...user, email: used.email, emailVerified: true }, email: used.email };
+    });
+  } catch (error) {
+    // The unique address refused it, and the transaction is undone. The link is not spent either:
+    // its address would leave the asker's account page without becoming theirs, and that would
+    // tell the asker, who need not read that inbox, that another account has it. It works once the
+    // address is free again, until it expires or the asker asks for another.
+    if (error instanceof DuplicateError && error.field === 'email') return { kind: 'invalid_link' };
+    throw error;
+  }
 }

@@ -3,12 +3,13 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
-import { metadataDocumentClient } from './metadata-document.ts';
+import { metadataDocumentClients } from './metadata-document.ts';
 
 const TIMEOUT_MS = 200;
 
 describe('fetching a Client ID Metadata Document', () => {
   let world: FlowWorld;
+  let metadataDocumentClient: ReturnType<typeof metadataDocumentClients>;
   let base = '';
   const timers = new Set<NodeJS.Timeout>();
   /** The app's documents: each path answers as its handler says. */
@@ -39,6 +40,7 @@ describe('fetching a Client ID Metadata Document', () => {
       TESSERA_CLIENT_ID_METADATA_DEVELOPMENT: 'true',
       TESSERA_CLIENT_ID_METADATA_TIMEOUT_MS: String(TIMEOUT_MS),
     });
+    metadataDocumentClient = metadataDocumentClients(world.deps);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -50,7 +52,7 @@ describe('fetching a Client ID Metadata Document', () => {
   });
 
   it('takes a document that arrives in time, as a public client whose id is its URL', async () => {
-    const client = await metadataDocumentClient(world.deps, `${base}/prompt.json`, '192.0.2.1');
+    const client = await metadataDocumentClient(`${base}/prompt.json`, '192.0.2.1');
     assert.equal(client?.id, `${base}/prompt.json`);
     assert.equal(client?.authMethod, 'none');
   });
@@ -58,7 +60,7 @@ describe('fetching a Client ID Metadata Document', () => {
   it('cuts off a document that trickles in: the whole exchange is bounded, not only the idle time between bytes', async () => {
     const started = Date.now();
     const clientId = `${base}/trickle.json`;
-    assert.equal(await outcome(() => metadataDocumentClient(world.deps, clientId, '192.0.2.1')), 'invalid_request');
+    assert.equal(await outcome(() => metadataDocumentClient(clientId, '192.0.2.1')), 'invalid_request');
     const tookMs = Date.now() - started;
     assert.ok(tookMs < 1500, `refused after ${tookMs} ms, with the setting at ${TIMEOUT_MS} ms`);
     assert.equal(await world.store.clients.get(clientId), null, 'no client was made');

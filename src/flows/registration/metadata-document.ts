@@ -3,8 +3,8 @@
  * that is an https URL is the address of the app's metadata. Tessera fetches it (within a
  * timeout and a size limit, without following redirects, never from a private or loopback
  * address unless TESSERA_CLIENT_ID_METADATA_DEVELOPMENT is on), checks it, keeps it as long as
- * its caching headers allow (a refusal a minute, so one URL is never fetched twice a second),
- * and registers the app as a public client whose id is the URL, through the same
+ * its caching headers allow (at least a second; a refusal a minute), fetches one URL once at a
+ * time, and registers the app as a public client whose id is the URL, through the same
  * createClient / updateClient as every other client.
  */
 import type { IncomingMessage } from 'node:http';
@@ -14,7 +14,7 @@ import { OAuthError } from '../../core/errors.ts';
 import { isInternalAddress } from '../../core/networks.ts';
 import { guardedLookup } from '../../core/outbound.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
-import type { ClientRecord } from '../../store/types.ts';
+import { type ClientRecord, DuplicateError } from '../../store/types.ts';
 import { Attempt, isRefusal } from '../attempts.ts';
 import { NO_ADMIN } from '../manage/authority.ts';
 import { createClient, updateClient, type ClientMetadata } from '../manage/clients.ts';
@@ -191,42 +191,72 @@ async function admitNewApp(deps: FlowDeps, ip: string, now: number): Promise<voi
  * or an `invalid_request` error saying why it cannot be used (`temporarily_unavailable`, 429,
  * when `ip` has brought too many new apps this hour, or the server has). Null: `clientId` is
  * not a metadata document URL, or they are off.
+ *
+ * One a process (app.ts): a URL is fetched once at a time, and the requests that come while it
+ * is fetched take that fetch's answer, so that an app's first requests, made at once, are not
+ * each a fetch of the document.
  */
-export async function metadataDocumentClient(deps: FlowDeps, clientId: string, ip: string): Promise<ClientRecord | null> {
-  const settings = deps.config.registration.metadataDocuments;
-  if (!settings.enabled || !isClientIdUrl(clientId, settings.development)) return null;
-  const now = deps.clock.now();
-  let document: Readonly<Record<string, unknown>>;
-  const [existing, cached] = await Promise.all([deps.store.clients.get(clientId), deps.store.metadataDocuments.get(clientId, now)]);
-  if (cached !== null && cached.document === null)
-    throw new OAuthError('invalid_request', `client_id ${clientId}: ${cached.problem ?? 'the metadata document was refused'}`);
-  if (existing === null) await admitNewApp(deps, ip, now);
-  if (cached !== null) {
-    document = cached.document!;
-  } else {
-    try {
-      const fetched = await fetchDocument(new URL(clientId), settings);
-      documentMetadata(clientId, fetched.document);
-      // Kept as its Cache-Control says, at most the setting, and at least a second.
-      const seconds = fetched.noStore ? 1 : Math.max(1, Math.min(settings.cacheSeconds, fetched.maxAge ?? settings.cacheSeconds));
-      await deps.store.metadataDocuments.put({ url: clientId, document: fetched.document, problem: null, fetchedAt: now, expiresAt: now + seconds * 1000 });
-      document = fetched.document;
-    } catch (error) {
-      if (!(error instanceof Refusal)) throw error;
-      await deps.store.metadataDocuments.put({
-        url: clientId,
-        document: null,
-        problem: error.message,
-        fetchedAt: now,
-        expiresAt: now + REFUSAL_SECONDS * 1000,
-      });
-      throw new OAuthError('invalid_request', `client_id ${clientId}: ${error.message}`);
+export function metadataDocumentClients(deps: FlowDeps): (clientId: string, ip: string) => Promise<ClientRecord | null> {
+  /** The fetches under way, by URL, each until its answer (the document or the refusal) is kept in the store. */
+  const fetching = new Map<string, Promise<Readonly<Record<string, unknown>>>>();
+  const fetchOnce = (clientId: string, now: number) => {
+    let fetched = fetching.get(clientId);
+    if (fetched === undefined) {
+      fetched = fetchAndKeep(deps, clientId, now).finally(() => fetching.delete(clientId));
+      fetching.set(clientId, fetched);
     }
+    return fetched;
+  };
+  return async (clientId, ip) => {
+    const settings = deps.config.registration.metadataDocuments;
+    if (!settings.enabled || !isClientIdUrl(clientId, settings.development)) return null;
+    const now = deps.clock.now();
+    const [existing, cached] = await Promise.all([deps.store.clients.get(clientId), deps.store.metadataDocuments.get(clientId, now)]);
+    if (cached !== null && cached.document === null)
+      throw new OAuthError('invalid_request', `client_id ${clientId}: ${cached.problem ?? 'the metadata document was refused'}`);
+    if (existing === null) await admitNewApp(deps, ip, now);
+    const document = cached?.document ?? (await fetchOnce(clientId, now));
+    return clientFromDocument(deps, clientId, existing, documentMetadata(clientId, document), now);
+  };
+}
+
+/** Fetches the document and keeps it as its Cache-Control says; a refusal is kept a minute. */
+async function fetchAndKeep(deps: FlowDeps, clientId: string, now: number): Promise<Readonly<Record<string, unknown>>> {
+  const settings = deps.config.registration.metadataDocuments;
+  try {
+    const fetched = await fetchDocument(new URL(clientId), settings);
+    documentMetadata(clientId, fetched.document);
+    // Kept as its Cache-Control says, at most the setting, and at least a second.
+    const seconds = fetched.noStore ? 1 : Math.max(1, Math.min(settings.cacheSeconds, fetched.maxAge ?? settings.cacheSeconds));
+    await deps.store.metadataDocuments.put({ url: clientId, document: fetched.document, problem: null, fetchedAt: now, expiresAt: now + seconds * 1000 });
+    return fetched.document;
+  } catch (error) {
+    if (!(error instanceof Refusal)) throw error;
+    return refuse(deps, clientId, error.message, now);
   }
-  const metadata = documentMetadata(clientId, document);
+}
+
+/** Registers the app, or brings its client up to date with its document. */
+async function clientFromDocument(
+  deps: FlowDeps,
+  clientId: string,
+  existing: ClientRecord | null,
+  metadata: ClientMetadata,
+  now: number,
+): Promise<ClientRecord> {
   const manage = { ...deps, caller: NO_ADMIN, tellApps: async () => 0 };
   try {
-    if (existing === null) return (await createClient(manage, metadata, { registeredBy: 'metadata_document', id: clientId })).client;
+    if (existing === null) {
+      try {
+        return (await createClient(manage, metadata, { registeredBy: 'metadata_document', id: clientId })).client;
+      } catch (error) {
+        // The app's first requests came at once, and each found no client: one of them made it,
+        // and the others take that one (a document changed meanwhile is compared at the next).
+        const made = error instanceof DuplicateError ? await deps.store.clients.get(clientId) : null;
+        if (made === null) throw error;
+        return made;
+      }
+    }
     if (existing.registeredBy !== 'metadata_document' || sameRegistration(existing, metadata)) return existing;
     // The app changed its document: an update by the app itself, which takes away the
     // operator's verified mark when it changes what people see (flows/manage/clients.ts). At
@@ -242,9 +272,14 @@ export async function metadataDocumentClient(deps: FlowDeps, clientId: string, i
   } catch (error) {
     // The same checks as client add: a document that breaks one is refused, and remembered.
     if (!(error instanceof ManageError)) throw error;
-    await deps.store.metadataDocuments.put({ url: clientId, document: null, problem: error.message, fetchedAt: now, expiresAt: now + REFUSAL_SECONDS * 1000 });
-    throw new OAuthError('invalid_request', `client_id ${clientId}: ${error.message}`);
+    return refuse(deps, clientId, error.message, now);
   }
+}
+
+/** Remembers why the document cannot be used, for a minute, and says so. */
+async function refuse(deps: FlowDeps, clientId: string, problem: string, now: number): Promise<never> {
+  await deps.store.metadataDocuments.put({ url: clientId, document: null, problem, fetchedAt: now, expiresAt: now + REFUSAL_SECONDS * 1000 });
+  throw new OAuthError('invalid_request', `client_id ${clientId}: ${problem}`);
 }
 
 function sameRegistration(client: ClientRecord, metadata: ClientMetadata): boolean {

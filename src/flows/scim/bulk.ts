@@ -4,7 +4,7 @@
  * not make a bulk request atomic), in order, `bulkId:` references to resources made earlier in
  * the request resolved in paths and data; `failOnErrors` stops after that many errors.
  */
-import { ScimError } from './errors.ts';
+import { checkScimJson, ScimError } from './errors.ts';
 import { member } from './filter.ts';
 import { BULK_RESPONSE_SCHEMA } from './schema.ts';
 
@@ -34,6 +34,8 @@ function resolve(value: unknown, ids: ReadonlyMap<string, string>): unknown {
 
 export async function bulk(body: unknown, dispatch: BulkDispatch): Promise<Json> {
   if (!isObject(body)) throw new ScimError(400, 'invalidSyntax', 'the body is not a BulkRequest');
+  // Before resolve walks the operations' data, recursively.
+  checkScimJson(body);
   const operations = member(body, 'Operations');
   if (!Array.isArray(operations)) throw new ScimError(400, 'invalidSyntax', 'a BulkRequest has Operations: a list');
   // §3.7.4: "the service provider MUST respond with a 413 ... if the number of operations exceeds maxOperations".

@@ -42,18 +42,32 @@ export class ScimError extends Error {
 export const invalidValue = (detail: string) => new ScimError(400, 'invalidValue', detail);
 export const notFound = (detail: string) => new ScimError(404, null, detail);
 
-/** Whether a JSON value holds a NUL character in a string or a member's name. */
-function holdsNul(value: unknown, depth = 0): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
-  if (value === null || typeof value !== 'object' || depth > 64) return false;
-  if (Array.isArray(value)) return value.some((item) => holdsNul(item, depth + 1));
-  return Object.entries(value).some(([key, item]) => key.includes('\u0000') || holdsNul(item, depth + 1));
-}
+/**
+ * How deep a SCIM body's JSON may nest. A PATCH in a bulk request, the deepest there is, reaches
+ * under ten; the resources' checks walk what they are given recursively, and a body nested
+ * thousands deep would end them in a stack overflow, a 500.
+ */
+const MAX_JSON_DEPTH = 64;
 
 /**
- * A resource given holds no NUL character: no attribute means one, and PostgreSQL's text and
- * jsonb cannot keep it (the write would fail as a 500, not as the client's error).
+ * A SCIM body (a resource, a bulk request) holds no NUL character in a string or a member's
+ * name: no attribute means one, and PostgreSQL's text and jsonb cannot keep it (the write would
+ * fail as a 500, not as the client's error). Nor does it nest deeper than `MAX_JSON_DEPTH`.
+ * Checked before anything else walks the body.
  */
-export function checkNoNul(resource: unknown): void {
-  if (holdsNul(resource)) throw invalidValue('the resource holds a NUL character (\\u0000), which no attribute may');
+export function checkScimJson(body: unknown): void {
+  checkNested(body, 1);
+}
+
+function checkNested(value: unknown, depth: number): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw invalidValue('the body holds a NUL character (\\u0000), which no attribute may');
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  if (depth > MAX_JSON_DEPTH) throw invalidValue(`the body nests deeper than ${MAX_JSON_DEPTH} levels, which no resource does`);
+  for (const [key, item] of Object.entries(value)) {
+    checkNested(key, depth);
+    checkNested(item, depth + 1);
+  }
 }

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { DuplicateError, type GroupRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
-import { checkNoNul, invalidValue, notFound, ScimError } from './errors.ts';
+import { checkScimJson, invalidValue, notFound, ScimError } from './errors.ts';
 import { member as memberOf } from './filter.ts';
 import { applyPatch, readOperations } from './patch.ts';
 import { GROUP_KIND, GROUP_SCHEMA } from './schema.ts';
@@ -50,7 +50,7 @@ interface GroupInput {
 /** The group a resource describes; each member a User there is. */
 async function inputOf(deps: Pick<ScimDeps, 'store'>, resource: unknown): Promise<GroupInput> {
   if (!isObject(resource)) throw new ScimError(400, 'invalidSyntax', 'the body is not a Group resource (a JSON object)');
-  checkNoNul(resource);
+  checkScimJson(resource);
   const displayName = memberOf(resource, 'displayName');
   if (typeof displayName !== 'string' || displayName.trim() === '') throw invalidValue('displayName is required');
   if (displayName.trim().length > 200 || /\p{Cc}/u.test(displayName)) throw invalidValue('displayName: at most 200 characters, no control characters');

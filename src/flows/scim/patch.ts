@@ -10,7 +10,7 @@
  * - `remove` of `members` with the members to remove as its value (Entra ID, Okta);
  * - booleans as the strings "True" and "False" (Entra ID's `active`), read by the schema.
  */
-import { ScimError } from './errors.ts';
+import { checkScimJson, ScimError } from './errors.ts';
 import { attributeOf, matches, member, parsePatchPath, type AttrPath, type Filter, type FilterContext, type PatchPath } from './filter.ts';
 import { definitionOf, ruleOf, type AttributeDef, type ResourceKind } from './schema.ts';
 
@@ -57,6 +57,8 @@ export function readOperations(body: unknown): PatchOperation[] {
   if (!Array.isArray(operations) || operations.length === 0)
     throw new ScimError(400, 'invalidSyntax', 'a PatchOp has Operations: a list of at least one operation');
   if (operations.length > MAX_PATCH_OPERATIONS) throw new ScimError(400, 'tooMany', `at most ${MAX_PATCH_OPERATIONS} operations in one PATCH`);
+  // Before applyPatch and coerce walk the values, recursively.
+  checkScimJson(operations);
   return operations.map((raw, i) => {
     if (!isObject(raw)) throw new ScimError(400, 'invalidSyntax', `Operations[${i}] is not an object`);
     const op = member(raw, 'op');

@@ -17,7 +17,7 @@ import { transactionWithEvents } from '../events.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { checkProfile } from '../profile.ts';
 import { passwordProblem, removeUser, setDisabledIn, setPasswordIn, updateProfileIn } from '../users.ts';
-import { checkNoNul, invalidValue, notFound, ScimError } from './errors.ts';
+import { checkScimJson, invalidValue, notFound, ScimError } from './errors.ts';
 import { applyPatch, coerce, readOperations } from './patch.ts';
 import { definitionOf, ENTERPRISE_SCHEMA, USER_KIND, USER_SCHEMA } from './schema.ts';
 
@@ -181,9 +181,25 @@ function primaryValue(list: readonly Json[]): string | null {
   return primary === undefined ? null : text(primary['value'], 'value');
 }
 
+/**
+ * RFC 7643 §4.3: manager is "A complex type that optionally allows service providers to
+ * represent organizational hierarchy by referencing the "id" attribute of another User." Its
+ * sub-attributes are value, $ref and displayName, each text: nothing else is kept there.
+ */
+function checkManager(manager: unknown): void {
+  if (manager === null) return;
+  const name = `${ENTERPRISE_SCHEMA}:manager`;
+  if (!isObject(manager)) throw invalidValue(`${name}: must be an object`);
+  for (const [key, value] of Object.entries(manager)) {
+    if (definitionOf(USER_KIND, { uri: ENTERPRISE_SCHEMA, name: 'manager', sub: key }) === undefined)
+      throw invalidValue(`${name}: value, $ref and displayName only, not ${JSON.stringify(key.slice(0, 80))}`);
+    text(value, `${name}.${key}`);
+  }
+}
+
 function accountOf(resource: unknown): Account {
   if (!isObject(resource)) throw new ScimError(400, 'invalidSyntax', 'the body is not a User resource (a JSON object)');
-  checkNoNul(resource);
+  checkScimJson(resource);
   const given = canonical(resource);
   const rawUsername = text(given['userName'], 'userName', 256);
   if (rawUsername === null) throw invalidValue('userName is required');
@@ -202,9 +218,8 @@ function accountOf(resource: unknown): Account {
   if (extension !== undefined && extension !== null && !isObject(extension)) throw invalidValue(`${ENTERPRISE_SCHEMA}: must be an object`);
   if (isObject(extension)) {
     for (const [key, value] of Object.entries(extension)) {
-      if (key === 'manager') {
-        if (value !== null && !isObject(value)) throw invalidValue(`${ENTERPRISE_SCHEMA}:manager: must be an object`);
-      } else text(value, `${ENTERPRISE_SCHEMA}:${key}`);
+      if (key === 'manager') checkManager(value);
+      else text(value, `${ENTERPRISE_SCHEMA}:${key}`);
     }
   }
   const displayName = text(given['displayName'], 'displayName', 200);

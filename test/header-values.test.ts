@@ -52,7 +52,7 @@ describe('header values from and to input', () => {
     }
   });
 
-  for (const target of ['/\u00e9/x', '/\u2028/other.example', '/\u0000//other.example', '/\u0085/x', '/\u{1F600}', '/a\u007fb']) {
+  for (const target of ['/\u00e9/x', '/\u2028/other.example', '/\u0085/x', '/\u{1F600}', '/a\u007fb']) {
     it(`sends the browser to the default page when return_to has a control or non-ASCII character: ${JSON.stringify(target)}`, async () => {
       const browser = new FormBrowser(server.url);
       const signInPage = await browser.request(`/login?return_to=${encodeURIComponent(target)}`);
@@ -65,6 +65,19 @@ describe('header values from and to input', () => {
       assert.equal(out.location, '/');
     });
   }
+
+  it('refuses a return_to with a NUL character (400), as any parameter with one: nothing is redirected', async () => {
+    const target = '/\u0000//other.example';
+    const browser = new FormBrowser(server.url);
+    const refused = await browser.request(`/login?return_to=${encodeURIComponent(target)}`);
+    assert.equal(refused.status, 400);
+    assert.equal(refused.location, null);
+    const signedIn = await browser.submit(await browser.request('/login'), '/login', { username: user.username, password: user.password });
+    assert.equal(signedIn.status, 303, signedIn.html);
+    const out = await browser.submit(await browser.request('/account'), '/logout', { return_to: target });
+    assert.equal(out.status, 400);
+    assert.equal(out.location, null);
+  });
 
   it('keeps an encoded CR LF in return_to encoded: no header is split', async () => {
     const browser = new FormBrowser(server.url);

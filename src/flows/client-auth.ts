@@ -70,8 +70,14 @@ export function parseBasic(header: string): { id: string; secret: string } | nul
 
 const failed = () => new OAuthError('invalid_client', 'client authentication failed');
 
+/**
+ * The client a presented id names, or null. The id is not yet authenticated and may come from
+ * HTTP Basic or a client assertion's `sub`, which no form check sees: one too long or holding
+ * a NUL character (which PostgreSQL's text cannot hold: the lookup would fail as a 500) names
+ * no client, and is refused as an unknown one.
+ */
 async function findClient(store: Store, id: string): Promise<ClientRecord | null> {
-  return id.length <= MAX_ID_LENGTH ? store.clients.get(id) : null;
+  return id.length <= MAX_ID_LENGTH && !id.includes('\u0000') ? store.clients.get(id) : null;
 }
 
 /**

@@ -47,7 +47,8 @@ export async function clientRequest(deps: AppDeps, request: FastifyRequest, repl
 export async function authenticateResourceServer(store: Store, request: FastifyRequest): Promise<ResourceRecord | null> {
   const header = request.headers.authorization;
   const credentials = header === undefined ? null : parseBasic(header);
-  if (!credentials || credentials.id.length > 1024 || resourceIndicatorProblem(credentials.id) !== null) return null;
+  // Bounded, and with no NUL character, which PostgreSQL's text cannot hold (the lookup would fail as a 500).
+  if (!credentials || credentials.id.length > 1024 || credentials.id.includes('\u0000') || resourceIndicatorProblem(credentials.id) !== null) return null;
   const resource = await store.resources.get(credentials.id);
   if (!resource) return null;
   const presented = hashSecret(credentials.secret);

@@ -20,15 +20,40 @@ export function parseParams(raw: string): Record<string, string | string[]> {
 }
 
 /**
+ * Refuses parameters of which a name or a value holds a NUL character (U+0000, sent as
+ * `%00`): no OAuth parameter means one, and PostgreSQL keeps no NUL in text, so a statement
+ * that sent one to the store would fail, and the client's error would be answered 500
+ * server_error (a client_id with one did so at the token endpoint, before any authentication).
+ */
+function checkNoNul(params: Record<string, string | string[]>): void {
+  for (const [name, value] of Object.entries(params)) {
+    if (name.includes('\u0000')) throw new OAuthError('invalid_request', 'a parameter name holds a NUL character (%00), which none may');
+    if ((Array.isArray(value) ? value : [value]).some((one) => one.includes('\u0000')))
+      throw new OAuthError('invalid_request', `parameter ${name} holds a NUL character (%00), which no parameter may`);
+  }
+}
+
+/**
  * Only `application/x-www-form-urlencoded` bodies are accepted (RFC 6749 §3.2); every other
  * content type is refused by Fastify with 415, which the error handler turns into
  * `invalid_request`. Query strings are parsed the same way, so repeats are seen there too.
+ * A form or a query with a NUL character is refused here, for every endpoint (token, PAR,
+ * device authorization, revocation, introspection, the authorization endpoint, the pages).
  */
 export function registerFormParsing(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
-    done(null, parseParams(body as string));
-  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT },
+    async (_request: FastifyRequest, body: string) => {
+      const params = parseParams(body);
+      checkNoNul(params);
+      return params;
+    },
+  );
+  // The query is parsed by the router (app.ts, parseParams), where a throw would escape
+  // Fastify's error handling: it is checked as the request begins instead.
+  app.addHook('onRequest', async (request) => checkNoNul(request.query as Record<string, string | string[]>));
 }
 
 /** Raw form values of a request (an empty object when there was no body). */

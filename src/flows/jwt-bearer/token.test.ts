@@ -7,14 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, mock } from 'node:test';
 import { decodeJwt, exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from 'jose';
 import type { OAuthError } from '../../core/errors.ts';
 import { ID_JAG_TYP } from '../../core/protocol.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { FLOW_ISSUER, flowWorld, linkIdentity, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { addResource } from '../manage/resources.ts';
-import { addTrustedIssuer } from '../manage/trusted-issuers.ts';
+import { addTrustedIssuer, MAX_ISSUER_LENGTH } from '../manage/trusted-issuers.ts';
 import { jwtBearerGrant } from './token.ts';
 
 const IDP = 'https://idp.example.com';
@@ -154,6 +154,29 @@ describe('the jwt-bearer grant for ID-JAGs (RFC 7523 §2.1, draft-ietf-oauth-ide
         scope = (await redeem(assertion, params, client)).scope;
       });
       assert.equal(result === 'ok' ? scope : result, expected, what);
+    }
+  });
+
+  it('refuses an ID-JAG whose unverified iss could name no trusted issuer before looking for it (invalid_grant)', async () => {
+    // The lookup is not made: a NUL character failed it on PostgreSQL, whose text holds none, as a 500.
+    const lookups = mock.method(world.store.trustedIssuers, 'get');
+    try {
+      const cases: [string, string | undefined][] = [
+        ['a NUL character', 'https://a\u0000b'],
+        ['longer than any trusted issuer may be', `${IDP}/${'a'.repeat(MAX_ISSUER_LENGTH)}`],
+        ['empty', ''],
+        ['none', undefined],
+      ];
+      for (const [what, iss] of cases) {
+        await assert.rejects(
+          async () => redeem(await idJag({ iss })),
+          (error: OAuthError) => error.code === 'invalid_grant' && /iss must be an issuer identifier/.test(error.description),
+          what,
+        );
+      }
+      assert.equal(lookups.mock.callCount(), 0);
+    } finally {
+      lookups.mock.restore();
     }
   });
 

@@ -25,7 +25,7 @@ import { ClientKeySets, ClientKeysError } from '../../tokens/client-jwks.ts';
 import type { TokenResponse } from '../../tokens/issue.ts';
 import { ASSERTION_ALGORITHMS } from '../client-auth.ts';
 import type { DpopProof } from '../dpop/proof.ts';
-import { trustedIssuerUrlRule } from '../manage/trusted-issuers.ts';
+import { MAX_ISSUER_LENGTH, trustedIssuerUrlRule } from '../manage/trusted-issuers.ts';
 import type { FlowDeps, Params, TokenGrant } from '../types.ts';
 
 /**
@@ -75,9 +75,13 @@ async function verifiedIdJag(deps: FlowDeps, client: ClientRecord, assertion: st
   // §4.4.1: "The typ of the JWT indicated in the JWT header MUST be oauth-id-jag+jwt."
   if (header.typ !== ID_JAG_TYP) throw invalid(`assertion is not an ID-JAG: its typ must be ${ID_JAG_TYP}`);
   // RFC 7523 §3 item 1: "The JWT MUST contain an iss (issuer) claim"; here, one the operator trusts.
+  // Nothing is verified yet: only what could be a trusted issuer's identifier is looked up, and
+  // not one with a NUL character, which PostgreSQL's text cannot hold (the lookup failed as a 500).
   const iss = unverified.iss;
-  const trusted = typeof iss === 'string' ? await deps.store.trustedIssuers.get(iss) : null;
-  if (trusted === null) throw invalid(`the ID-JAG's issuer ${typeof iss === 'string' ? iss.slice(0, 200) : '(none)'} is not one this server trusts`);
+  if (typeof iss !== 'string' || iss === '' || iss.length > MAX_ISSUER_LENGTH || iss.includes('\u0000'))
+    throw invalid(`the ID-JAG's iss must be an issuer identifier of at most ${MAX_ISSUER_LENGTH} characters, with no NUL character`);
+  const trusted = await deps.store.trustedIssuers.get(iss);
+  if (trusted === null) throw invalid(`the ID-JAG's issuer ${iss.slice(0, 200)} is not one this server trusts`);
   let payload: Record<string, unknown>;
   try {
     ({ payload } = await jwtVerify(assertion, keysOf(deps, trusted), {

@@ -479,6 +479,17 @@ describe('access tokens presented at UserInfo and at an API (flows/lifecycle/acc
     assert.ok(await live(await byIdp({ id_jag_iss: 'https://same-second.example' })), 'an issuer trusted within the second it was issued');
   });
 
+  it('ends a token redeemed for an ID-JAG when its client is removed and another registered under the same client_id', async () => {
+    const { client: scout } = await world.addClient({ client_id: 'id-jag-scout', client_name: 'Scout', grant_types: ['jwt-bearer'], scope: 'reports:read' });
+    const issued = await world.tokens.issueAsserted({ client: scout, userId: ada.id, scope: ['reports:read'], resource: api, assertedBy: IDP, dpopJkt: null });
+    assert.equal((await live(issued.access_token))?.claims.client_id, 'id-jag-scout');
+    await removeClient(world.manage, 'id-jag-scout');
+    assert.equal(await live(issued.access_token), null, 'its client removed');
+    world.clock.advance(1000);
+    await world.addClient({ client_id: 'id-jag-scout', client_name: 'Scout, again', grant_types: ['jwt-bearer'], scope: 'reports:read' });
+    assert.equal(await live(issued.access_token), null, 'another client under its id: the removed one’s token stays dead');
+  });
+
   it('takes a DPoP-bound token (cnf.jkt) only with the DPoP scheme and a proof of its key, and an unbound one only as Bearer (RFC 9449 §7)', async () => {
     const now = world.clock.now();
     const bound = (await world.tokens.issue({ client: app, user: ada, scope: ['openid'], grantId: adaGrant, authTime: now, dpopJkt })).access_token;

@@ -47,39 +47,44 @@ export function looksLikeJwt(token: string): boolean {
 }
 
 /**
- * Whether a client's own token (no grant) still stands: not revoked by its `jti`, its client
- * still registered for the client_credentials grant and not told to forget its tokens since
- * (`tokensRevokedAt`).
+ * Whether the client registered under a token's `client_id` still holds the token: it is the
+ * client the token was issued to, and it has not been told to forget its tokens since
+ * (`tokensRevokedAt`). A client registered again under a removed one's id (client_id may be
+ * chosen) is another client: the removed one's tokens, and its revocations, are not its.
+ * `iat` is in whole seconds: a token issued in the second its client was registered is its.
  */
-export async function liveClientToken(deps: Pick<FlowDeps, 'store'>, claims: AccessTokenClaims): Promise<ClientRecord | null> {
-  if (claims.gid !== null) return null;
-  const [revoked, client] = await Promise.all([deps.store.accessTokens.isRevoked(claims.jti), deps.store.clients.get(claims.client_id)]);
-  if (revoked || !client || client.id !== claims.sub || !client.grantTypes.includes(GRANT_CLIENT_CREDENTIALS)) return null;
-  // A client registered again under a removed one's id (client_id may be chosen) is another
-  // client: the removed one's tokens, and its revocations, are not its (`iat` is in seconds).
-  if (Math.floor(client.createdAt / 1000) > claims.iat) return null;
-  if (client.tokensRevokedAt != null && claims.iat * 1000 <= client.tokensRevokedAt) return null;
-  return client;
-}
-
-/**
- * Whether the client that exchanged a person's token for this one (RFC 8693; its `client_id`,
- * the current actor) may still: still registered for the token exchange grant and for this
- * API, and not told to forget its tokens since (`tokensRevokedAt`). An operator who takes
- * the grant or the API away ends the tokens it had.
- */
-async function exchangeStands(deps: Pick<FlowDeps, 'store'>, claims: AccessTokenClaims): Promise<boolean> {
-  const client = await deps.store.clients.get(claims.client_id);
-  if (!client?.grantTypes.includes(GRANT_TOKEN_EXCHANGE) || !(client.exchangeAudiences ?? []).includes(claims.aud)) return false;
-  // As for a client's own token: one registered again under the same id is another client.
+function clientHolds(client: ClientRecord, claims: Pick<AccessTokenClaims, 'iat'>): boolean {
   if (Math.floor(client.createdAt / 1000) > claims.iat) return false;
   return client.tokensRevokedAt == null || claims.iat * 1000 > client.tokensRevokedAt;
 }
 
 /**
+ * Whether a client's own token (no grant) still stands: not revoked by its `jti`, its client
+ * still registered for the client_credentials grant and still holding it (`clientHolds`).
+ */
+export async function liveClientToken(deps: Pick<FlowDeps, 'store'>, claims: AccessTokenClaims): Promise<ClientRecord | null> {
+  if (claims.gid !== null) return null;
+  const [revoked, client] = await Promise.all([deps.store.accessTokens.isRevoked(claims.jti), deps.store.clients.get(claims.client_id)]);
+  if (revoked || !client || client.id !== claims.sub || !client.grantTypes.includes(GRANT_CLIENT_CREDENTIALS)) return null;
+  return clientHolds(client, claims) ? client : null;
+}
+
+/**
+ * Whether the client that exchanged a person's token for this one (RFC 8693; its `client_id`,
+ * the current actor) may still: still registered for the token exchange grant and for this
+ * API, and still holding it (`clientHolds`). An operator who takes the grant or the API away
+ * ends the tokens it had.
+ */
+async function exchangeStands(deps: Pick<FlowDeps, 'store'>, claims: AccessTokenClaims): Promise<boolean> {
+  const client = await deps.store.clients.get(claims.client_id);
+  if (!client?.grantTypes.includes(GRANT_TOKEN_EXCHANGE) || !(client.exchangeAudiences ?? []).includes(claims.aud)) return false;
+  return clientHolds(client, claims);
+}
+
+/**
  * A person's token redeemed for an ID-JAG (flows/jwt-bearer/token.ts): not revoked by its
- * `jti`, its issuer still trusted, its client still registered for the jwt-bearer grant and not
- * told to forget its tokens since, its person active, its API registered before it was issued.
+ * `jti`, its issuer still trusted, its client still registered for the jwt-bearer grant and
+ * still holding it (`clientHolds`), its person active, its API registered before it was issued.
  */
 async function liveAssertedToken(deps: FlowDeps, claims: AccessTokenClaims, issuer: string): Promise<LiveAccessToken | null> {
   const [revoked, trusted, client, user, resource] = await Promise.all([
@@ -90,7 +95,7 @@ async function liveAssertedToken(deps: FlowDeps, claims: AccessTokenClaims, issu
     deps.store.resources.get(claims.aud),
   ]);
   if (revoked || trusted === null || trusted.createdAt > claims.iat * 1000 + 999) return null;
-  if (!client?.grantTypes.includes(GRANT_JWT_BEARER) || (client.tokensRevokedAt != null && claims.iat * 1000 <= client.tokensRevokedAt)) return null;
+  if (!client?.grantTypes.includes(GRANT_JWT_BEARER) || !clientHolds(client, claims)) return null;
   if (!user || user.disabled || !resource || Math.floor(resource.createdAt / 1000) > claims.iat) return null;
   return { claims, user, resource };
 }

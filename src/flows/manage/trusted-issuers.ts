@@ -19,6 +19,9 @@ import { conflict, field, invalid, notFound } from './errors.ts';
 /** A server trusts at most this many issuers: each is a key set to fetch and keep. */
 export const MAX_TRUSTED_ISSUERS = 100;
 
+/** The longest issuer identifier a server trusts: an ID-JAG's longer `iss` names none of them. */
+export const MAX_ISSUER_LENGTH = 2048;
+
 export interface TrustedIssuerInput {
   readonly issuer?: unknown;
   readonly jwks_uri?: unknown;
@@ -37,7 +40,7 @@ function checkIssuer(raw: unknown, ownIssuer: string): string {
   if (typeof raw !== 'string' || raw === '') throw invalid`${field('issuer')} is required: the iss of the identity provider's ID-JAGs`;
   const problem = issuerProblem(raw);
   if (problem !== null) throw invalid`${field('issuer')} ${raw.slice(0, 200)}: ${problem}`;
-  if (raw.length > 2048) throw invalid`${field('issuer')}: at most 2048 characters`;
+  if (raw.length > MAX_ISSUER_LENGTH) throw invalid`${field('issuer')}: at most ${MAX_ISSUER_LENGTH} characters`;
   if (raw === ownIssuer) throw invalid`${field('issuer')} ${raw}: this server's own issuer; a trusted issuer is another server`;
   return raw;
 }

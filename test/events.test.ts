@@ -160,7 +160,8 @@ describe('audit events (tessera events, /account)', () => {
 
   it('prints a username typed at /login with its control and bidirectional characters escaped, on one line', async () => {
     const forger = new BrowserAt(server.url, '192.0.2.77');
-    const forged = `x\n${new Date().toISOString()}  signin.succeeded  user=admin\r\u001b[2K\u0007\u0000\u202Egnp.exe\u2028 ip=1.2.3.4`;
+    // No NUL: a parameter holding one is refused before it is read (test/nul-characters.test.ts).
+    const forged = `x\n${new Date().toISOString()}  signin.succeeded  user=admin\r\u001b[2K\u0007\u202Egnp.exe\u2028 ip=1.2.3.4`;
     const signIn = await forger.follow(await forger.request('/login'));
     assert.equal((await forger.submit(signIn, '/login', { username: forged, password: 'guess' })).status, 401);
     const result = await cli(['events', '--type', 'signin.failed', '--since', '1h']);
@@ -169,7 +170,7 @@ describe('audit events (tessera events, /account)', () => {
     assert.ok(line, result.stdout);
     assert.match(
       line,
-      /^\S+ {2}signin\.failed {2}user="x\\n\S+ {2}signin\.succeeded {2}user=admin\\r\\e\[2k\\u0007\\u0000\\u202Egnp\.exe\\u2028 ip=1\.2\.3\.4" ip=192\.0\.2\.77 reason=unknown_user$/,
+      /^\S+ {2}signin\.failed {2}user="x\\n\S+ {2}signin\.succeeded {2}user=admin\\r\\e\[2k\\u0007\\u202Egnp\.exe\\u2028 ip=1\.2\.3\.4" ip=192\.0\.2\.77 reason=unknown_user$/,
     );
     assert.doesNotMatch(result.stdout, /[\u0000-\u0009\u000b-\u001f\u007f\u202e\u2028]/u, 'no control character but the line ends');
   });

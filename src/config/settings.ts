@@ -447,7 +447,7 @@ export const SETTINGS = [
     min: 1,
     max: 100_000_000,
     description:
-      "passkey ceremonies one address may start a minute (sign-in, sign-up, invitation and a signed-in person's new-passkey options, counted together), per instance; generous because the sign-in page's passkey autofill starts one at every page load, for everyone behind an office's one address",
+      "passkey ceremonies one address (IPv6: its /64) may start a minute (sign-in, sign-up, invitation and a signed-in person's new-passkey options, counted together), per instance; generous because the sign-in page's passkey autofill starts one at every page load, for everyone behind an office's one address",
   },
   {
     name: 'TESSERA_SECOND_FACTOR_TIMEOUT',
@@ -515,7 +515,7 @@ export const SETTINGS = [
     default: 10,
     min: 1,
     max: 10_000,
-    description: 'wrong passwords for one username from one address in the window, before that address is refused for it',
+    description: 'wrong passwords for one username from one address (IPv6: its /64) in the window, before that address is refused for it',
   },
   {
     name: 'TESSERA_SIGN_IN_FAILURES_PER_ADDRESS',
@@ -523,7 +523,7 @@ export const SETTINGS = [
     default: 100,
     min: 1,
     max: 1_000_000,
-    description: 'wrong passwords from one address, any usernames, in the window',
+    description: 'wrong passwords from one address (IPv6: its /64), any usernames, in the window',
   },
   {
     name: 'TESSERA_SIGN_IN_FREE_FAILURES',
@@ -558,7 +558,14 @@ export const SETTINGS = [
     max: 100_000,
     description: 'sign-ins that may wait for a hashing thread; past it a sign-in is answered 429 at once',
   },
-  { name: 'TESSERA_SIGN_IN_QUEUE_PER_ADDRESS', type: 'integer', default: 4, min: 1, max: 100_000, description: 'places in that queue one address may hold' },
+  {
+    name: 'TESSERA_SIGN_IN_QUEUE_PER_ADDRESS',
+    type: 'integer',
+    default: 4,
+    min: 1,
+    max: 100_000,
+    description: 'places in that queue one address (IPv6: its /64) may hold',
+  },
   {
     name: 'TESSERA_SIGN_IN_GOOD_RECORD',
     type: 'integer',
@@ -585,7 +592,7 @@ export const SETTINGS = [
     min: 1,
     max: 100_000,
     atLeast: 'TESSERA_USER_CODE_FAILURES_PER_BROWSER',
-    description: 'wrong user codes from one address in the window',
+    description: 'wrong user codes from one address (IPv6: its /64) in the window',
   },
   {
     name: 'TESSERA_USER_CODE_FAILURES_PER_NETWORK',
@@ -653,7 +660,7 @@ export const SETTINGS = [
     default: 30,
     min: 1,
     max: 100_000_000,
-    description: 'device authorizations one address may start a minute, per instance',
+    description: 'device authorizations one address (IPv6: its /64) may start a minute, per instance',
   },
   {
     name: 'TESSERA_GRANT_RETENTION',
@@ -753,7 +760,8 @@ export const SETTINGS = [
     default: 10,
     min: 1,
     max: 1_000_000,
-    description: 'with `TESSERA_REGISTRATION=open`: registrations one address may make an hour (those made with an initial access token are not counted)',
+    description:
+      'with `TESSERA_REGISTRATION=open`: registrations one address (IPv6: its /64) may make an hour (those made with an initial access token are not counted)',
   },
   {
     name: 'TESSERA_REGISTRATIONS_PER_NETWORK',
@@ -827,7 +835,7 @@ export const SETTINGS = [
     default: 10,
     min: 1,
     max: 1_000_000,
-    description: 'new metadata-document apps (a client_id URL not seen before, or seen and removed) one address may bring an hour',
+    description: 'new metadata-document apps (a client_id URL not seen before, or seen and removed) one address (IPv6: its /64) may bring an hour',
   },
   {
     name: 'TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_HOUR',
@@ -933,7 +941,7 @@ export const SETTINGS = [
     min: 1,
     max: 1_000_000,
     description:
-      'recovery links one network address may ask for an hour (whether the e-mail address has an account or not), and links to confirm a new address on `/account`',
+      'recovery links one address (IPv6: its /64) may ask for an hour (whether the e-mail address has an account or not), and links to confirm a new address on `/account`',
   },
   {
     name: 'TESSERA_RECOVERY_PER_EMAIL',
@@ -975,7 +983,14 @@ export const SETTINGS = [
     max: 7 * DAY,
     description: 'how long the link that confirms a sign-up, or a new e-mail address, works, seconds',
   },
-  { name: 'TESSERA_SIGN_UP_PER_ADDRESS', type: 'integer', default: 10, min: 1, max: 1_000_000, description: 'sign-ups one network address may make an hour' },
+  {
+    name: 'TESSERA_SIGN_UP_PER_ADDRESS',
+    type: 'integer',
+    default: 10,
+    min: 1,
+    max: 1_000_000,
+    description: 'sign-ups one address (IPv6: its /64) may make an hour',
+  },
   {
     name: 'TESSERA_SIGN_UP_PER_EMAIL',
     type: 'integer',

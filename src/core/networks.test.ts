@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { inNetworks, isInternalAddress, isLoopbackHost, isPrivateNetworkHost, normalizeCidr } from './networks.ts';
+import { countedAddress, inNetworks, isInternalAddress, isLoopbackHost, isPrivateNetworkHost, normalizeCidr } from './networks.ts';
 
 describe('CIDR networks', () => {
   it('writes ranges one way and refuses what is not one', () => {
@@ -18,6 +18,25 @@ describe('CIDR networks', () => {
     assert.ok(!inNetworks('192.0.3.1', networks));
     assert.ok(!inNetworks('2001:db8:2::1', networks));
     assert.ok(!inNetworks('unknown', networks));
+  });
+});
+
+describe('the address a per-address limit counts', () => {
+  it('counts an IPv6 address by its /64, whichever of its addresses and spellings', () => {
+    for (const address of ['2001:db8:1:2::1', '2001:db8:1:2::c8', '2001:DB8:1:2:ffff:ffff:ffff:ffff', '2001:0db8:0001:0002:0:0:0:1', '2001:db8:1:2::1%eth0'])
+      assert.equal(countedAddress(address), '2001:db8:1:2::/64', address);
+    assert.notEqual(countedAddress('2001:db8:1:3::1'), countedAddress('2001:db8:1:2::1'), 'the next /64 is another count');
+  });
+
+  it('counts an IPv4 address as it is, IPv4-mapped IPv6 in either spelling too, so that neighbours are counted apart', () => {
+    assert.equal(countedAddress('198.51.100.1'), '198.51.100.1');
+    assert.equal(countedAddress('::ffff:198.51.100.1'), '198.51.100.1');
+    assert.equal(countedAddress('::FFFF:c633:6401'), '198.51.100.1');
+    assert.notEqual(countedAddress('198.51.100.2'), countedAddress('198.51.100.1'));
+  });
+
+  it('leaves what is not an IP address as it is', () => {
+    assert.equal(countedAddress('unknown'), 'unknown');
   });
 });
 

@@ -1,8 +1,84 @@
 /**
- * IP networks written as CIDR ranges (RFC 4632, RFC 4291 §2.3), for the networks a client's
- * devices may start from.
+ * IP networks: written as CIDR ranges (RFC 4632, RFC 4291 §2.3), for the networks a client's
+ * devices may start from; the network an address is in, for the proximity check and the limits
+ * per network; and what the limits per address count an address as.
  */
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
+
+function ipv4Octets(address: string): number[] {
+  return address.split('.').map(Number);
+}
+
+/** The eight 16-bit groups of an IPv6 address (with any embedded IPv4 tail expanded). */
+function ipv6Groups(address: string): number[] {
+  const parse = (part: string): number[] =>
+    part === ''
+      ? []
+      : part.split(':').flatMap((group) => {
+          if (!group.includes('.')) return [parseInt(group, 16)];
+          const [a = 0, b = 0, c = 0, d = 0] = ipv4Octets(group);
+          return [(a << 8) | b, (c << 8) | d];
+        });
+  const gap = address.indexOf('::');
+  if (gap < 0) return parse(address);
+  const head = parse(address.slice(0, gap));
+  const tail = parse(address.slice(gap + 2));
+  return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
+}
+
+/**
+ * An address as its IPv4 octets or IPv6 groups; null if it is not an IP address. An IPv4
+ * client on a dual-stack socket arrives as ::ffff:a.b.c.d (RFC 4291 §2.5.5.2): that is the
+ * IPv4 address.
+ */
+function parseAddress(ip: string): { readonly v4: number[] } | { readonly v6: number[] } | null {
+  const address = ip.trim().replace(/%.*$/, '');
+  if (isIPv4(address)) return { v4: ipv4Octets(address) };
+  if (!isIPv6(address)) return null;
+  const groups = ipv6Groups(address.toLowerCase());
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+    const [high = 0, low = 0] = groups.slice(6);
+    return { v4: [high >> 8, high & 0xff, low >> 8, low & 0xff] };
+  }
+  return { v6: groups };
+}
+
+function prefixOf(parsed: { readonly v4: number[] } | { readonly v6: number[] }, size: 'small' | 'large'): string {
+  if ('v4' in parsed) return size === 'small' ? `${parsed.v4.slice(0, 3).join('.')}.0/24` : `${parsed.v4.slice(0, 2).join('.')}.0.0/16`;
+  const kept = size === 'small' ? 4 : 3;
+  return `${parsed.v6
+    .slice(0, kept)
+    .map((group) => group.toString(16))
+    .join(':')}::/${kept * 16}`;
+}
+
+/**
+ * The network an address belongs to, or null if it is not an IP address: its /24 (IPv4) or
+ * /64 (IPv6), one home or office; or with `size` 'large', its /16 or /48, what one provider
+ * or site holds (RFC 6177: a site is given a /48).
+ */
+export function networkOf(ip: string, size: 'small' | 'large' = 'small'): string | null {
+  const parsed = parseAddress(ip);
+  return parsed === null ? null : prefixOf(parsed, size);
+}
+
+/**
+ * What a per-address limit counts a client address under: an IPv6 address's /64, an IPv4
+ * address (IPv4-mapped IPv6 too) as it is; anything else as it is.
+ *
+ * One IPv6 host may hold a whole /64 (RFC 7934 §6: a host may be given new addresses "by
+ * providing the host with a dedicated /64 prefix"; any VPS has one, and RFC 8981 temporary
+ * addresses rotate within it): counted address by address, it would get 2^64 fresh counts, and
+ * a limit per address would limit nothing (NIST SP 800-63B §5.2.2: the verifier "SHALL
+ * implement controls to protect against online guessing attacks"). An IPv4 address is
+ * counted alone: a /24 holds many homes and offices, and the people behind one NAT already
+ * share one count.
+ */
+export function countedAddress(ip: string): string {
+  const parsed = parseAddress(ip);
+  if (parsed === null) return ip;
+  return 'v4' in parsed ? parsed.v4.join('.') : prefixOf(parsed, 'small');
+}
 
 /** A CIDR range in one canonical spelling (`192.0.2.0/24`; a bare address gets /32 or /128); null when it is none. */
 export function normalizeCidr(value: string): string | null {

@@ -117,6 +117,25 @@ describe('PasswordQueue', () => {
       await small.close();
     }
   });
+
+  it('gives the addresses of one IPv6 /64 one share, so that one host cannot fill the queue alone', async () => {
+    const small = new PasswordQueue({ threads: 1, maxWaiting: 20, perAddress: 2 });
+    try {
+      const encoded = await hashPassword('right', cost);
+      const results = await Promise.all(['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2::3'].map((ip) => small.verify('guess', encoded, ip)));
+      assert.deepEqual(
+        results.map((result) => result.kind),
+        ['checked', 'checked', 'busy'],
+      );
+      const held = [small.verify('guess', encoded, '2001:db8:1:2::4'), small.verify('guess', encoded, '2001:db8:1:2::5')];
+      assert.equal(small.placeFor('2001:db8:1:2::6'), null, 'the /64 holds its share');
+      assert.equal(small.placeFor('2001:db8:1:3::1'), 'free', 'the next /64 has its own');
+      assert.equal(small.placeFor('198.51.100.2'), 'free');
+      await Promise.all(held);
+    } finally {
+      await small.close();
+    }
+  });
 });
 
 /**

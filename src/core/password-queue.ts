@@ -10,8 +10,10 @@
  * and the signing threads the larger share instead of an equal one; at most `threads` checks run at
  * once, at most `maxWaiting` wait, and one address may hold at most `perAddress` of those
  * places. Waiting attempts are served address by address in turn, so one address cannot
- * push another's attempt back by sending many. Beyond any bound the answer is immediate:
- * `busy`, with how long to wait, and nothing is hashed.
+ * push another's attempt back by sending many. An address is what the per-address limits
+ * count (`countedAddress`: an IPv6 address by its /64): else one host holding a /64 could fill
+ * the queue alone, each of its addresses within its share. Beyond any bound the answer is
+ * immediate: `busy`, with how long to wait, and nothing is hashed.
  *
  * A full queue still lets people in: a newcomer takes the place of the
  * latest waiting attempt of the address holding the most places, when that address holds at
@@ -25,6 +27,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import type { PasswordHashCost } from '../config/index.ts';
+import { countedAddress } from './networks.ts';
 import { parsePasswordHash } from './password.ts';
 
 export interface PasswordQueueSettings {
@@ -32,7 +35,7 @@ export interface PasswordQueueSettings {
   readonly threads: number;
   /** Attempts allowed to wait for a thread, over all addresses. */
   readonly maxWaiting: number;
-  /** Places (running or waiting) one client address may hold. */
+  /** Places (running or waiting) one client address (an IPv6 address's /64) may hold. */
   readonly perAddress: number;
   /**
    * The threads' nice value above the process's (`TESSERA_PASSWORD_HASH_NICE`; default 0, an
@@ -64,7 +67,8 @@ export type PasswordCheck =
   | { readonly kind: 'busy'; readonly retryAfterSeconds: number };
 
 interface Job {
-  readonly address: string;
+  /** The address's share: its `countedAddress`. */
+  readonly share: string;
   readonly trusted: boolean;
   readonly password: string;
   readonly nonce: Buffer;
@@ -153,8 +157,8 @@ class HashThread {
   }
 }
 
-/** Trusted attempts hold places apart from their address's others. */
-const holdKey = (address: string, trusted: boolean) => (trusted ? `trusted ${address}` : address);
+/** The key of the places an address's share holds (`share`: its `countedAddress`); trusted attempts hold theirs apart. */
+const holdKey = (share: string, trusted: boolean) => (trusted ? `trusted ${share}` : share);
 
 /** How long a check took, as a moving average: what Retry-After is estimated from. */
 const INITIAL_ESTIMATE_MS = 500;
@@ -162,11 +166,11 @@ const INITIAL_ESTIMATE_MS = 500;
 export class PasswordQueue {
   readonly #settings: PasswordQueueSettings;
   readonly #threads: HashThread[] = [];
-  /** Waiting jobs by address, in the order addresses first arrived: served in turn. */
+  /** Waiting jobs by address (its share), in the order addresses first arrived: served in turn. */
   readonly #waiting = new Map<string, Job[]>();
   /** Waiting trusted jobs, first come first served, before any other. */
   readonly #trusted: Job[] = [];
-  /** Places each address holds, running and waiting (trusted ones under their own key). */
+  /** Places each address (its share) holds, running and waiting (trusted ones under their own key). */
   readonly #held = new Map<string, number>();
   #waitingCount = 0;
   #counts = { hashed: 0, refused: 0, displaced: 0 };
@@ -206,7 +210,7 @@ export class PasswordQueue {
    */
   async elsewhere<T>(address: string, work: () => Promise<T>, options: QueueOptions = {}): Promise<T | null> {
     if (this.#closed) throw new Error('the server is stopping');
-    const key = holdKey(address, options.trusted === true);
+    const key = holdKey(countedAddress(address), options.trusted === true);
     const held = this.#held.get(key) ?? 0;
     if (held >= this.#settings.perAddress) return this.#refuse();
     this.#held.set(key, held + 1);
@@ -228,7 +232,7 @@ export class PasswordQueue {
    */
   placeFor(address: string, options: QueueOptions = {}): 'free' | 'displacing' | null {
     const trusted = options.trusted === true;
-    const held = this.#held.get(holdKey(address, trusted)) ?? 0;
+    const held = this.#held.get(holdKey(countedAddress(address), trusted)) ?? 0;
     if (held >= this.#settings.perAddress) return null;
     const running = this.#threads.filter((thread) => thread.busy && !thread.dead).length;
     if (running < this.#settings.threads || this.#waitingCount < this.#settings.maxWaiting) return 'free';
@@ -263,7 +267,8 @@ export class PasswordQueue {
 
   #hash(address: string, trusted: boolean, password: string, nonce: Buffer, cost: PasswordHashCost, tagLength: number): Promise<Buffer | null> {
     if (this.#closed) return Promise.reject(new Error('the server is stopping'));
-    const key = holdKey(address, trusted);
+    const share = countedAddress(address);
+    const key = holdKey(share, trusted);
     const held = this.#held.get(key) ?? 0;
     if (held >= this.#settings.perAddress) return this.#refuse();
     if (this.#idleThread() === null && this.#waitingCount >= this.#settings.maxWaiting) {
@@ -273,12 +278,12 @@ export class PasswordQueue {
     }
     this.#held.set(key, held + 1);
     return new Promise<Buffer | null>((resolve, reject) => {
-      const job: Job = { address, trusted, password, nonce, cost, tagLength, resolve, reject };
+      const job: Job = { share, trusted, password, nonce, cost, tagLength, resolve, reject };
       if (trusted) this.#trusted.push(job);
       else {
-        const queue = this.#waiting.get(address);
+        const queue = this.#waiting.get(share);
         if (queue) queue.push(job);
-        else this.#waiting.set(address, [job]);
+        else this.#waiting.set(share, [job]);
       }
       this.#waitingCount += 1;
       this.#dispatch();

@@ -10,6 +10,7 @@
  */
 import type { Locale } from '../config/locales.ts';
 import { hashSecret } from '../core/crypto.ts';
+import { countedAddress } from '../core/networks.ts';
 import { Attempt, isRefusal } from './attempts.ts';
 import { transactionWithEvents } from './events.ts';
 import { mailAddress } from './mail/outbox.ts';
@@ -34,7 +35,7 @@ export function reserveMailedLink(deps: Pick<AccountDeps, 'store' | 'config' | '
   return Attempt.reserve(
     deps.store.rateLimits,
     [
-      { key: `${RECOVERY_KEYS.address}${ip}`, limit: settings.perAddressPerHour },
+      { key: `${RECOVERY_KEYS.address}${countedAddress(ip)}`, limit: settings.perAddressPerHour },
       { key: `${RECOVERY_KEYS.email}${hashSecret(email.toLowerCase())}`, limit: settings.perEmailPerHour },
     ],
     HOUR_MS,

@@ -93,6 +93,28 @@ describe('signing in', () => {
     assert.equal((await at('192.0.2.2', 'right')).kind, 'signed-in');
   });
 
+  it('counts the addresses of one IPv6 /64 as one address, and leaves the username to another /64', async () => {
+    await addUser('hamilton', 'right-password');
+    // One host's /64 (RFC 7934 §6), ::1 to ::b: the 11th guess finds the 10 before it counted.
+    const answers = [];
+    for (let i = 1; i <= 11; i++) answers.push(await signIn(deps, { username: 'hamilton', password: `guess${i}`, ip: `2001:db8:1:2::${i.toString(16)}` }));
+    assert.deepEqual(
+      answers.map((answer) => answer.kind),
+      [...Array(10).fill('refused'), 'limited'],
+    );
+    const limited = answers[10]!;
+    assert.ok(limited.kind === 'limited' && limited.scope === 'user-address');
+    assert.equal((await signIn(deps, { username: 'hamilton', password: 'right-password', ip: '2001:db8:1:3::1' })).kind, 'signed-in');
+  });
+
+  it('counts two neighbouring IPv4 addresses apart, as many people behind one NAT are one address', async () => {
+    await addUser('noether', 'right-password');
+    for (let i = 0; i < 10; i++) assert.equal((await signIn(deps, { username: 'noether', password: 'guess', ip: '198.51.100.1' })).kind, 'refused');
+    assert.equal((await signIn(deps, { username: 'noether', password: 'guess', ip: '198.51.100.1' })).kind, 'limited');
+    assert.equal((await signIn(deps, { username: 'noether', password: 'guess', ip: '198.51.100.2' })).kind, 'refused', 'the neighbour has a count of its own');
+    assert.equal((await signIn(deps, { username: 'noether', password: 'right-password', ip: '198.51.100.2' })).kind, 'signed-in');
+  });
+
   it('checks the current password on /account on the password queue and under the sign-in limits', async () => {
     const grace = await addUser('grace', 'current-password');
     const change = (current: string, ip: string) => changePassword(deps, grace, 'no-session', { current, next: 'a-new-password', ip });

@@ -10,9 +10,13 @@
  *   still signs in after the wait: a guesser cannot lock the owner out.
  * - The check itself waits for a place on the password queue (core/password-queue.ts),
  *   with a fair share per address; an attempt with no place is refused at once.
+ *
+ * "One address" is an IPv4 address, or an IPv6 address's /64 (core/networks.ts
+ * `countedAddress`): one host may hold a whole /64.
  */
 import type { SignInSettings } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
+import { countedAddress } from '../core/networks.ts';
 import { decoyPasswordHash } from '../core/password.ts';
 import type { PasswordQueue } from '../core/password-queue.ts';
 import { normalizeUsername } from '../core/username.ts';
@@ -61,7 +65,7 @@ export type SignInResult =
  * them by these prefixes.
  */
 export const SIGN_IN_KEYS = {
-  /** `${ip} ${username}`: an address has no space; a username may. */
+  /** `${address} ${username}` (the address as `countedAddress` gives it): an address has no space; a username may. */
   userAddress: 'sign-in:user-ip:',
   address: 'sign-in:ip:',
   user: 'sign-in:user:',
@@ -69,11 +73,16 @@ export const SIGN_IN_KEYS = {
   enrolment: 'totp-enrol:user:',
 } as const;
 
-/** The limits a password is checked against; the delay's count (never refused) comes last. */
+/**
+ * The limits a password is checked against; the delay's count (never refused) comes last. An
+ * address is counted as `countedAddress` says (an IPv6 address by its /64), so that a guesser
+ * cannot start a fresh count at each of the addresses one host holds.
+ */
 function passwordLimits(settings: SignInSettings, ip: string, username: string): readonly AttemptLimit[] {
+  const address = countedAddress(ip);
   return [
-    { key: `${SIGN_IN_KEYS.userAddress}${ip} ${username}`, limit: settings.perUserAddress },
-    { key: `${SIGN_IN_KEYS.address}${ip}`, limit: settings.perAddress },
+    { key: `${SIGN_IN_KEYS.userAddress}${address} ${username}`, limit: settings.perUserAddress },
+    { key: `${SIGN_IN_KEYS.address}${address}`, limit: settings.perAddress },
     // Counted, never refused: the count sets the delay.
     { key: `${SIGN_IN_KEYS.user}${username}`, limit: Infinity },
   ];
@@ -113,7 +122,11 @@ export function signInDelayMs(settings: SignInSettings, failures: number): numbe
   return Math.min(settings.maxDelayMs, settings.delayMs * 2 ** Math.min(30, failures - settings.freeFailures - 1));
 }
 
-/** The counters a good record lives in: one per address, one per browser, each with the username. */
+/**
+ * The counters a good record lives in: one per address, one per browser, each with the
+ * username. The exact address, not its /64: a record vouches, and no wider than the address
+ * the right password came from.
+ */
 function goodRecordKeys(username: string, ip: string, browser: string | null | undefined): string[] {
   const keys = [`sign-in:good-ip:${ip} ${username}`];
   if (browser && browser.length <= 128) keys.push(`sign-in:good-browser:${hashSecret(browser)} ${username}`);

@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type { Locale } from '../config/locales.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { SIGN_UP_VERIFY_PATH, FORGOT_PASSWORD_PATH } from '../core/endpoints.ts';
+import { countedAddress } from '../core/networks.ts';
 import { normalizeUsername } from '../core/username.ts';
 import type { PasswordQueue } from '../core/password-queue.ts';
 import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
@@ -185,7 +186,7 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
   const attempt = await Attempt.reserve(
     deps.store.rateLimits,
     [
-      { key: `${SIGN_UP_KEYS.address}${input.ip}`, limit: settings.perAddressPerHour },
+      { key: `${SIGN_UP_KEYS.address}${countedAddress(input.ip)}`, limit: settings.perAddressPerHour },
       { key: `${SIGN_UP_KEYS.email}${hashSecret(email.toLowerCase())}`, limit: settings.perEmailPerHour },
     ],
     HOUR_MS,

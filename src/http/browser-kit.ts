@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'f
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import type { AppDeps } from './deps.ts';
 import { ACCOUNT_SIGN_IN } from '../core/endpoints.ts';
+import { countedAddress } from '../core/networks.ts';
 import { LocalRateLimit, OncePerWindow } from '../flows/attempts.ts';
 import { rawForm } from './form.ts';
 import { pagesFor, type Pages } from './page.ts';
@@ -63,9 +64,10 @@ function passkeyCeremonyLimit(deps: AppDeps, pages: Pages): preHandlerAsyncHookH
   const refusalLog = new OncePerWindow(60_000);
   return async (request, reply) => {
     const now = deps.clock.now();
-    const wait = perAddress.take(request.ip, now);
+    const address = countedAddress(request.ip);
+    const wait = perAddress.take(address, now);
     if (wait === null) return;
-    if (refusalLog.first(request.ip, now)) {
+    if (refusalLog.first(address, now)) {
       request.log.warn({ ip: request.ip, limit: 'address' }, 'passkey ceremonies refused: over the per-minute limit');
     }
     return reply

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { DEVICE_AUTHORIZATION_PATH } from '../core/endpoints.ts';
 import { OAuthError } from '../core/errors.ts';
+import { countedAddress } from '../core/networks.ts';
 import { LocalRateLimit, OncePerWindow } from '../flows/attempts.ts';
 import { startDeviceAuthorization } from '../flows/device/authorization.ts';
 import { clientRequest } from './client-auth.ts';
@@ -38,8 +39,9 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     // RFC 6749 §5.1 (RFC 8628 §3.2): the response carries a secret, so no caching; a refusal
     // by the per-address limit comes before anything is read or written.
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
-    const addressWait = perAddress.take(request.ip, deps.clock.now());
-    if (addressWait !== null) throw tooMany(request, 'address', request.ip, addressWait);
+    const address = countedAddress(request.ip);
+    const addressWait = perAddress.take(address, deps.clock.now());
+    if (addressWait !== null) throw tooMany(request, 'address', address, addressWait);
     // RFC 8628 §3.1: the client authenticates as at the token endpoint.
     const { client, params } = await clientRequest(deps, request, reply);
     const clientWait = perClient.take(client.id, deps.clock.now());

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { hashSecret } from '../../core/crypto.ts';
 import { deviceCodeKey, newDeviceCode } from './device-code.ts';
-import { networkOf, sameNetwork } from './proximity.ts';
+import { networkOf } from '../../core/networks.ts';
+import { sameNetwork } from './proximity.ts';
 import { formatUserCode, generateUserCode, normalizeUserCode, USER_CODE_ALPHABET } from './user-code.ts';
 
 describe('user codes (RFC 8628 §6.1)', () => {

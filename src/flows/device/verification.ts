@@ -18,7 +18,7 @@ import { organizationChoice } from '../organizations/choice.ts';
 import { noteFirstUse } from '../registration/first-use.ts';
 import { signInFacts } from '../second-factor/policy.ts';
 import type { FlowDeps } from '../types.ts';
-import { networkOf } from './proximity.ts';
+import { countedAddress, networkOf } from '../../core/networks.ts';
 import { normalizeUserCode } from './user-code.ts';
 
 /** One try at a user code. */
@@ -102,7 +102,7 @@ function limitsFor(deps: FlowDeps, attempt: CodeAttempt): { key: string; limit: 
   const settings = deps.config.userCode;
   const limits: { key: string; limit: number; scope: LockScope }[] = [];
   if (attempt.browser !== null) limits.push({ key: `${USER_CODE_KEYS.browser}${attempt.browser}`, limit: settings.perBrowser, scope: 'browser' });
-  limits.push({ key: `${USER_CODE_KEYS.address}${attempt.ip}`, limit: settings.perAddress, scope: 'address' });
+  limits.push({ key: `${USER_CODE_KEYS.address}${countedAddress(attempt.ip)}`, limit: settings.perAddress, scope: 'address' });
   const network = networkOf(attempt.ip);
   if (network !== null) limits.push({ key: `${USER_CODE_KEYS.network}${network}`, limit: settings.perNetwork, scope: 'network' });
   const large = networkOf(attempt.ip, 'large');

@@ -189,6 +189,22 @@ describe('lockouts (flows/manage/lockouts.ts)', () => {
     assert.deepEqual(both, [], 'given both, only counters that match both');
   });
 
+  it("finds and lifts the counters of an IPv6 address's /64 by any of its addresses, the one counted", async () => {
+    await guess('ada', '2001:db8:1:2::1', 1);
+    await guess('ada', '2001:db8:1:2::2', 1);
+    const network = '2001:db8:1:2::/64';
+    const listed = await listLockouts(world.manage, { ip: '2001:db8:1:2::2' });
+    assert.deepEqual(
+      listed.map(({ key, ip, failures }) => ({ key, ip, failures })).sort((a, b) => a.key.localeCompare(b.key)),
+      [
+        { key: `${SIGN_IN_KEYS.address}${network}`, ip: network, failures: 2 },
+        { key: `${SIGN_IN_KEYS.userAddress}${network} ada`, ip: network, failures: 2 },
+      ],
+    );
+    assert.deepEqual((await listLockouts(world.manage, { ip: network })).map((entry) => entry.key).sort(), listed.map((entry) => entry.key).sort());
+    assert.equal((await clearLockouts(world.manage, { ip: '2001:db8:1:2::99' })).length, 2, 'the address a person reports, whichever of the /64');
+  });
+
   it('refuses to lift without a target, and lifting nothing records nothing', async () => {
     assert.equal(await outcome(() => clearLockouts(world.manage, {})), 'invalid:username');
     const before = await clearedEvents();

@@ -5,6 +5,7 @@
  * A counter is only read and deleted here; the flows that count own the keys' shapes
  * (flows/sign-in.ts, flows/device/verification.ts).
  */
+import { countedAddress } from '../../core/networks.ts';
 import { normalizeUsername } from '../../core/username.ts';
 import type { RateLimitWindow } from '../../store/types.ts';
 import { USER_CODE_KEYS } from '../device/verification.ts';
@@ -22,7 +23,7 @@ export interface Lockout {
   readonly kind: LockoutKind;
   readonly scope: LockoutScope;
   readonly username: string | null;
-  /** An address, or a network for `network`. */
+  /** An address as the limits count it (an IPv6 address by its /64), or a network for `network`. */
   readonly ip: string | null;
   /** Failures counted in the window. */
   readonly failures: number;
@@ -85,6 +86,15 @@ function lockout(deps: Pick<ManageDeps, 'config'>, family: Family, window: RateL
   };
 }
 
+/**
+ * Whether a counter counts the address an operator names: as it is, or as the limits count it
+ * (`countedAddress`: an IPv6 address's /64), so that the address a locked-out person reports
+ * finds their counters.
+ */
+function ofAddress(entry: Lockout, ip: string): boolean {
+  return entry.ip === ip || entry.ip === countedAddress(ip);
+}
+
 export interface LockoutQuery {
   readonly username?: string;
   readonly ip?: string;
@@ -106,7 +116,9 @@ export async function listLockouts(deps: Pick<ManageDeps, 'store' | 'clock' | 'c
     .flat()
     .filter(
       (entry) =>
-        (username === undefined || entry.username === username) && (query.ip === undefined || entry.ip === query.ip) && (!query.lockedOnly || entry.locked),
+        (username === undefined || entry.username === username) &&
+        (query.ip === undefined || ofAddress(entry, query.ip)) &&
+        (!query.lockedOnly || entry.locked),
     )
     .sort((a, b) => b.until - a.until || a.key.localeCompare(b.key))
     .slice(0, limit);
@@ -124,7 +136,7 @@ export async function clearLockouts(deps: ManageDeps, target: { readonly usernam
   const chosen = open.filter(
     (entry) =>
       (username === undefined || entry.username === username) &&
-      (target.ip === undefined || entry.ip === target.ip) &&
+      (target.ip === undefined || ofAddress(entry, target.ip)) &&
       (target.key === undefined || entry.key === target.key),
   );
   // Lifting an operator's lockout lets their password be guessed again: a change to them,

@@ -11,7 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import { http, https } from '../../core/node-http.ts';
 import { isIP } from 'node:net';
 import { OAuthError } from '../../core/errors.ts';
-import { isInternalAddress } from '../../core/networks.ts';
+import { countedAddress, isInternalAddress } from '../../core/networks.ts';
 import { guardedLookup } from '../../core/outbound.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import { type ClientRecord, DuplicateError } from '../../store/types.ts';
@@ -166,7 +166,7 @@ const HOUR_MS = 3_600_000;
 async function admitNewApp(deps: FlowDeps, ip: string, now: number): Promise<void> {
   const settings = deps.config.registration.metadataDocuments;
   const limits = [
-    { key: `${METADATA_CLIENT_KEYS.address}${ip}`, limit: settings.newPerAddressPerHour, scope: 'address' as const },
+    { key: `${METADATA_CLIENT_KEYS.address}${countedAddress(ip)}`, limit: settings.newPerAddressPerHour, scope: 'address' as const },
     { key: METADATA_CLIENT_KEYS.all, limit: settings.newPerHour, scope: 'server' as const },
   ];
   const reserved = await Attempt.reserve(deps.store.rateLimits, limits, HOUR_MS, now);

@@ -14,7 +14,7 @@ import { isNativeAppRedirect } from '../../core/redirect-uri.ts';
 import { OPERATOR_GIVEN_SCOPES } from '../../core/scopes.ts';
 import type { ClientRecord } from '../../store/types.ts';
 import { Attempt, isRefusal } from '../attempts.ts';
-import { networkOf } from '../device/proximity.ts';
+import { countedAddress, networkOf } from '../../core/networks.ts';
 import { clientJson, createClient, removeClient, updateClient, type ClientMetadata } from '../manage/clients.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { ManageError } from '../manage/errors.ts';
@@ -231,7 +231,7 @@ export async function admitRegistration(
   }
   const network = networkOf(ip);
   const limits = [
-    { key: `${REGISTRATION_KEYS.address}${ip}`, limit: settings.perAddressPerHour, scope: 'address' as const },
+    { key: `${REGISTRATION_KEYS.address}${countedAddress(ip)}`, limit: settings.perAddressPerHour, scope: 'address' as const },
     ...(network === null ? [] : [{ key: `${REGISTRATION_KEYS.network}${network}`, limit: settings.perNetworkPerHour, scope: 'network' as const }]),
     { key: REGISTRATION_KEYS.all, limit: settings.perHour, scope: 'server' as const },
   ];

@@ -7,6 +7,7 @@
  * address (TESSERA_SIGN_IN_FAILURES_PER_ADDRESS in TESSERA_SIGN_IN_WINDOW): past it, 429.
  */
 import { digestsEqual, hashSecret } from '../../core/crypto.ts';
+import { countedAddress } from '../../core/networks.ts';
 import { adminAudience } from '../../core/scopes.ts';
 import { Attempt, isRefusal } from '../attempts.ts';
 import { checkSenderConstraint, liveClientToken, looksLikeJwt } from '../lifecycle/access-token.ts';
@@ -53,7 +54,7 @@ export async function scimCaller(
   if (token === null) throw new ScimError(401, null, 'a bearer token is required: Authorization: Bearer <a SCIM token from tessera scim token add>');
   const settings = deps.config.signIn;
   const now = deps.clock.now();
-  const limits = [{ key: `${SCIM_FAILURE_KEY}${ip}`, limit: settings.perAddress }];
+  const limits = [{ key: `${SCIM_FAILURE_KEY}${countedAddress(ip)}`, limit: settings.perAddress }];
   const reserved = await Attempt.reserve(deps.store.rateLimits, limits, settings.windowSeconds * 1000, now);
   if (isRefusal(reserved)) {
     await deps.events.refused({ type: 'scim.refused', ip, detail: { reason: 'limit' } }, reserved.limit.key, reserved.endsAt);

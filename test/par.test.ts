@@ -118,7 +118,7 @@ describe('pushed authorization requests (RFC 9126)', () => {
     await approveAt(as, spa, authorizeUrl(spa.clientId, pushed.request_uri), user, request.state);
   });
 
-  it('keeps prompt=login to the first visit: after signing in again, the approval comes', async () => {
+  it('asks a signed-in browser to sign in again for a pushed prompt=login: after signing in, the approval comes', async () => {
     const browser = new FormBrowser(server.url);
     const first = await codeRequest('openid');
     await approveAt(as, client, authorizeUrl(client.clientId, (await push(client, first.params)).request_uri), user, first.state, browser);
@@ -127,6 +127,34 @@ describe('pushed authorization requests (RFC 9126)', () => {
     const page = await browser.follow(await browser.request(authorizeUrl(client.clientId, pushed.request_uri).href));
     assertSignInPage(page);
     assertApprovalPage(await browser.signIn(page, user), '/oauth/authorize/decision');
+  });
+
+  it('keeps asking for the sign-in a pushed prompt=login or max_age=0 asks for until one is made: the address again, or the one to come back to, is none (OIDC Core §3.1.2.1)', async () => {
+    const browser = new FormBrowser(server.url);
+    const first = await codeRequest('openid');
+    await approveAt(as, client, authorizeUrl(client.clientId, (await push(client, first.params)).request_uri), user, first.state, browser);
+    for (const asks of [{ prompt: 'login' }, { max_age: '0' }] as Record<string, string>[]) {
+      // Later than the browser's sign-in: the test's clock stands still otherwise.
+      clock.advance(1000);
+      const request = await codeRequest('openid');
+      // Without prompt=consent: the remembered approval would answer at once, with a code.
+      const { prompt: _consent, ...remembered } = request.params;
+      const url = authorizeUrl(client.clientId, (await push(client, { ...remembered, ...asks })).request_uri).href;
+      const signInPage = await browser.follow(await browser.request(url));
+      assertSignInPage(signInPage);
+      assertSignInPage(await browser.follow(await browser.request(url)));
+      const returnTo = browser.form(signInPage, '/login').fields['return_to']!;
+      assertSignInPage(await browser.follow(await browser.request(returnTo)));
+      // The time it asked, moved back before the browser's sign-in, no longer matches its MAC.
+      const backdated = new URL(returnTo, server.url);
+      backdated.searchParams.set('sign_in_asked', backdated.searchParams.get('sign_in_asked')!.replace(/^\d+/, '0'));
+      assertSignInPage(await browser.follow(await browser.request(backdated.href)));
+
+      clock.advance(1000);
+      const answered = await browser.signIn(signInPage, user);
+      const callback = oauth.validateAuthResponse(as, { client_id: client.clientId }, new URL(answered.location!), request.state);
+      assert.match(callback.get('code') ?? '', /^[A-Za-z0-9_-]{43}$/, JSON.stringify(asks));
+    }
   });
 
   it('answers bad pushed requests with JSON errors, never a redirect', async () => {

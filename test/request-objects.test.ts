@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from 'jose';
 import * as oidc from 'openid-client';
-import { FormBrowser } from './helpers/browser.ts';
+import { assertApprovalPage, assertSignInPage, FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
@@ -142,6 +142,28 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
       expectedNonce: claims.nonce,
     });
     assert.equal(tokens.scope, 'openid profile');
+  });
+
+  it('asks once for the sign-in that prompt=login or max_age=0 inside a signed request object asks for: after it, the approval page (OIDC Core §3.1.2.1)', async () => {
+    const browser = new FormBrowser(server.url);
+    await browser.signIn(await browser.follow(await browser.request('/login?return_to=%2Faccount')), user);
+    for (const asks of [{ prompt: 'login consent' }, { max_age: 0, prompt: 'consent' }]) {
+      const { claims, verifier } = await requestClaims(signing, asks);
+      const url = `/oauth/authorize?${new URLSearchParams({ client_id: signing.clientId, request: await sign(claims) })}`;
+      const signInPage = await browser.follow(await browser.request(url));
+      assertSignInPage(signInPage);
+      assertSignInPage(await browser.follow(await browser.request(url)));
+      const approval = await browser.signIn(signInPage, user);
+      assertApprovalPage(approval, '/oauth/authorize/decision');
+      const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
+      const tokens = await oidc.authorizationCodeGrant(signingConfig, new URL(decided.location!), {
+        pkceCodeVerifier: verifier,
+        expectedState: claims.state,
+        expectedNonce: claims.nonce,
+        ...('max_age' in asks ? { maxAge: 0 } : {}),
+      });
+      assert.equal(tokens.claims()!.sub, user.id, JSON.stringify(asks));
+    }
   });
 
   it('takes an unsigned request object (alg none) from a client registered with request_object_signing_alg none', async () => {

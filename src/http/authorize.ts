@@ -5,7 +5,8 @@ import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { APPROVAL_MAC_FIELD, approvalFormMac, approvalFormMatches } from '../flows/authorization-code/approval-form.ts';
-import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
+import { CONSENT_FORM_OMITS, nextStep, SIGN_IN_RETURN_OMITS } from '../flows/authorization-code/interaction.ts';
+import { SIGN_IN_ASKED_FIELD, signInAsked, signInAskedAt } from '../flows/authorization-code/sign-in-asked.ts';
 import { approvalRefusal, assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { organizationChoice, organizationPolicy, organizationsToChoose } from '../flows/organizations/choice.ts';
 import {
@@ -88,6 +89,7 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
   }
 
   const formSecret = () => deps.keys.derivedSecret('approval form');
+  const askedSecret = () => deps.keys.derivedSecret('sign-in asked');
 
   async function handle(
     request: FastifyRequest,
@@ -98,12 +100,14 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     postedOrganization: string | null = null,
   ) {
     reply.header('Cache-Control', 'no-store');
+    // The browser is known by its CSRF cookie, which it keeps through sign-in.
+    const browserOf = () => hashSecret(csrfToken(deps.config, request, reply));
     // RFC 9126 §4: a request_uri stands for a pushed request, and nothing else sent beside
-    // it is read; the browser is known by its CSRF cookie, which it keeps through sign-in.
+    // it is read.
     let pushed: { readonly hash: string; readonly browser: string } | null = null;
     let requestParams = params;
     if (isPushedReference(params)) {
-      const browser = hashSecret(csrfToken(deps.config, request, reply));
+      const browser = browserOf();
       const resolved = await resolvePushedRequest(deps, params, browser);
       if (resolved.kind === 'fatal') return sendError(request, reply, resolved.error);
       if (resolved.kind === 'redirect') return answerError(reply, resolved, resolved.error);
@@ -111,8 +115,9 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
       requestParams = resolved.params;
     }
     // What sign-in returns to and the approval form posts: a pushed request goes on by its
-    // reference alone.
-    const carried: RawParams = pushed === null ? params : { client_id: params['client_id'], request_uri: params['request_uri'] };
+    // reference alone, and with when it asked for a sign-in.
+    const carried: RawParams =
+      pushed === null ? params : { client_id: params['client_id'], request_uri: params['request_uri'], [SIGN_IN_ASKED_FIELD]: params[SIGN_IN_ASKED_FIELD] };
     const check = await checkAuthorizationRequest(forAuthorizationRequest(deps, request), requestParams, pushed !== null, deps.config.par.required);
     if (check.kind === 'fatal') return sendError(request, reply, check.error);
     if (check.kind === 'redirect') return answerError(reply, check, check.error);
@@ -127,7 +132,9 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     const memberships = signedIn ? await deps.store.organizations.membershipsOf(signedIn.user.id) : [];
     const member = organizationPolicy(memberships);
     const refused = signedIn !== null && approvalRefusal(deps.config, authorization.client, signedIn.session, authorization.acrValues ?? null, member) !== null;
-    let step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now(), refused);
+    const askedAt =
+      signedIn !== null && carried[SIGN_IN_ASKED_FIELD] !== undefined ? signInAskedAt(await askedSecret(), browserOf(), singleValues(carried)) : null;
+    let step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now(), askedAt, refused);
     const choice =
       step.kind === 'approve' ? organizationChoice(memberships, approvalScope(authorization), postedOrganization, remembered?.organizationId) : null;
     if (step.kind === 'approve' && choice?.kind === 'choose') {
@@ -158,16 +165,19 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     switch (step.kind) {
       case 'error':
         return answerError(reply, authorization, { code: step.error, description: step.description });
-      case 'sign-in':
-        // After signing in, come back without the parameters that asked for it (a pushed
-        // request by its reference alone). That can go straight on to the client (a remembered
-        // approval), and browsers hold the redirects after a form post to its form-action.
+      case 'sign-in': {
+        // After signing in, come back to the same request (a pushed request by its reference
+        // alone), with when it asked: a sign-in since answers it. That can go straight on to the
+        // client (a remembered approval), and browsers hold the redirects after a form post to
+        // its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        return pages.signInFor(request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client, {
+        const returnTo = signInAsked(await askedSecret(), browserOf(), singleValues(carried, SIGN_IN_RETURN_OMITS), deps.clock.now());
+        return pages.signInFor(request, reply, authorizeUrl(returnTo), authorization.client, {
           uiLocales,
           loginHint: typeof requestParams['login_hint'] === 'string' ? requestParams['login_hint'] : null,
           domainHint: typeof requestParams['domain_hint'] === 'string' ? requestParams['domain_hint'] : null,
         });
+      }
       case 'approve':
         assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null, member);
         return answer(

@@ -22,11 +22,16 @@ function canonical(fields: FormFields): string {
   );
 }
 
+/** The MAC of `fields` (less the approval MAC's own) for `binding`: what the fields were shown with. */
+export function fieldsMac(secret: Uint8Array, binding: string, fields: FormFields): string {
+  return createHmac('sha256', secret)
+    .update(`${binding}\n${canonical(fields)}`)
+    .digest('base64url');
+}
+
 /** The MAC of the fields an approval page shows, for the session it is shown to. */
 export function approvalFormMac(secret: Uint8Array, sessionIdHash: string, fields: FormFields): string {
-  return createHmac('sha256', secret)
-    .update(`${sessionIdHash}\n${canonical(fields)}`)
-    .digest('base64url');
+  return fieldsMac(secret, sessionIdHash, fields);
 }
 
 /** Whether a decision's fields are the ones shown to this session. */

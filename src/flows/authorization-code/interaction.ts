@@ -23,40 +23,26 @@ export type NextStep<S> =
   | { readonly kind: 'invalid-decision' };
 
 /**
- * The parameters that asked for a sign-in, which the browser comes back without once it
- * has signed in (so that it is not asked again), and the form fields it must not forge.
- * `prompt` comes back without `login` and `select_account` (`returnParams`). The hints of
- * who should sign in (OIDC Core §3.1.2.1) have served once the sign-in is done, and are the
- * longest values a request may have, which would not fit the address to come back to.
+ * Left out of the address to come back to after the sign-in: the form's own fields, and the
+ * hints of who should sign in (OIDC Core §3.1.2.1), which have served once the sign-in is done
+ * and are the longest values a request may have, which would not fit that address. What asked
+ * for the sign-in (`prompt`, `max_age`) stays: a sign-in made since answers it
+ * (sign-in-asked.ts), as it must inside a request object or a pushed request.
  */
-const SIGN_IN_RETURN_OMITS: readonly string[] = ['max_age', 'csrf_token', 'decision', 'id_token_hint', 'login_hint'];
+export const SIGN_IN_RETURN_OMITS: readonly string[] = ['csrf_token', 'decision', 'id_token_hint', 'login_hint'];
 
 /**
- * Carried through the approval form: everything but what the sign-in already answered, and
- * the form's own fields (a request that brings its own could otherwise decide for the person).
+ * Left out of the approval form: its own fields, which a request that brought its own could
+ * otherwise decide for the person with.
  */
-export const CONSENT_FORM_OMITS: readonly string[] = ['prompt', 'max_age', 'csrf_token', 'decision'];
-
-/** Where to come back to after the sign-in `nextStep` asked for: the request, less what the sign-in answered. */
-export function returnParams(params: Readonly<Record<string, string | readonly string[]>>): Record<string, string | readonly string[]> {
-  const result: Record<string, string | readonly string[]> = {};
-  for (const [name, value] of Object.entries(params)) {
-    if (SIGN_IN_RETURN_OMITS.includes(name)) continue;
-    if (name === 'prompt' && typeof value === 'string') {
-      const rest = value.split(' ').filter((item) => item !== '' && item !== 'login' && item !== 'select_account');
-      if (rest.length > 0) result[name] = rest.join(' ');
-      continue;
-    }
-    result[name] = value;
-  }
-  return result;
-}
+export const CONSENT_FORM_OMITS: readonly string[] = ['csrf_token', 'decision'];
 
 /**
  * The next step for `request`, given the browser's sign-in (null when signed out), the
  * user's remembered grant for the client (null when none), the person's decision on the
- * approval page (null when none was posted), and whether the sign-in policy
- * (second-factor/policy.ts `approvalRefusal`) refuses this sign-in for this request.
+ * approval page (null when none was posted), when this request asked this browser for a
+ * sign-in (sign-in-asked.ts `signInAskedAt`; null when it has not), and whether the sign-in
+ * policy (second-factor/policy.ts `approvalRefusal`) refuses this sign-in for this request.
  */
 export function nextStep<S extends { readonly session: SessionRecord }>(
   request: AuthorizationRequest,
@@ -64,6 +50,7 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   remembered: GrantRecord | null,
   decision: string | null,
   now: number,
+  signInAskedAt: number | null,
   refused = false,
 ): NextStep<S> {
   const session = signedIn?.session ?? null;
@@ -71,6 +58,11 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   // MUST attempt to actively re-authenticate the End-User." max_age=0 always does (§3.1.2.1
   // likens it to prompt=login).
   const tooOld = session !== null && request.maxAge !== null && (request.maxAge === 0 || now - session.authTime > request.maxAge * 1000);
+  // The re-authentication that prompt=login and max_age ask for is a sign-in made after this
+  // request asked for one, and no other: the request comes back from it still asking (a
+  // request object or a pushed request cannot be changed on the way), and a request brought
+  // again without that sign-in asks again.
+  const signedInSinceAsked = session !== null && signInAskedAt !== null && session.authTime >= signInAskedAt;
   const asksConsent = request.prompt.includes('consent');
   // RFC 6749 §10.2: repeated requests are not approved without the person "without
   // authenticating the client or relying on other measures to ensure that the repeated
@@ -98,10 +90,11 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
     if (!covered) return { kind: 'error', error: 'consent_required', description: 'the user has not approved this request' };
     return { kind: 'approve', signedIn };
   }
-  // prompt=login, and select_account (one account a browser: answered as login), "SHOULD
-  // prompt the End-User for reauthentication". Not again once a decision is posted: the
-  // sign-in has come before the approval page.
-  const reauthenticate = decision === null && (request.prompt.includes('login') || request.prompt.includes('select_account') || tooOld);
+  // prompt=login, and select_account (one account a browser: answered as login): "The
+  // Authorization Server SHOULD prompt the End-User for reauthentication". Not again once
+  // they have signed in since the request asked, nor once a decision is posted: the approval
+  // page it comes from was shown only to a sign-in that answered the request.
+  const reauthenticate = decision === null && !signedInSinceAsked && (request.prompt.includes('login') || request.prompt.includes('select_account') || tooOld);
   if (!signedIn || reauthenticate) return { kind: 'sign-in' };
   if (decision === 'approve') return { kind: 'approve', signedIn };
   if (decision === 'deny') return { kind: 'deny', signedIn };

@@ -15,7 +15,6 @@ import { redirectUriRegistered } from '../../core/redirect-uri.ts';
 import type { ClientRecord, PushedRequestRecord } from '../../store/types.ts';
 import type { FlowDeps } from '../types.ts';
 import { REQUEST_URI_PREFIX } from './push.ts';
-import { returnParams } from '../authorization-code/interaction.ts';
 import type { ResponseMode } from '../authorization-code/request.ts';
 
 export type PushedRequestResolution =
@@ -39,9 +38,9 @@ export function isPushedReference(params: RawParams): boolean {
 /**
  * The pushed request a `request_uri` stands for, for the browser `browser` (a hash of its
  * CSRF cookie). On the browser's first visit the request is claimed; later visits find it
- * claimed by them, and there what asked for a sign-in (`max_age`, `prompt=login`) is left
- * out, as it is after sign-in for a request sent in the URL (`returnParams`): the sign-in
- * has happened since. `prompt=consent` stays: the approval page is still to come.
+ * claimed by them, with the parameters as pushed: a visit is no sign-in, and what asked for
+ * one (`prompt=login`, `max_age`) is answered only by a sign-in made since it asked
+ * (authorization-code/sign-in-asked.ts).
  */
 export async function resolvePushedRequest(deps: FlowDeps, params: RawParams, browser: string): Promise<PushedRequestResolution> {
   const clientId = params['client_id'];
@@ -57,9 +56,7 @@ export async function resolvePushedRequest(deps: FlowDeps, params: RawParams, br
   const hash = hashSecret(requestUri);
   const now = deps.clock.now();
   const resumed = await deps.store.pushedRequests.resume(hash, client.id, browser, now);
-  if (resumed) {
-    return { kind: 'ok', params: returnParams(resumed.params), hash };
-  }
+  if (resumed) return { kind: 'ok', params: resumed.params, hash };
   const claimed = await deps.store.pushedRequests.claim(hash, client.id, browser, now, now + deps.config.par.interactionLifetime * 1000);
   if (claimed) return { kind: 'ok', params: claimed.params, hash };
   return refuse(client, await deps.store.pushedRequests.find(hash), browser, unusable);

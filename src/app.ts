@@ -27,6 +27,7 @@ import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
 import { localeRoutes } from './http/locale.ts';
 import { introspectionRoutes } from './http/introspection.ts';
+import { listenerOptions } from './http/listener.ts';
 import type { Metrics } from './http/metrics.ts';
 import { browserRoutes } from './http/browser.ts';
 import { parRoutes } from './http/par.ts';
@@ -137,6 +138,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
 
 /** Builds the Fastify app from its dependencies; does not listen. */
 export async function buildApp(input: AppInput): Promise<FastifyInstance> {
+  const listener = listenerOptions(input.config.requestTimeoutSeconds);
   const app = Fastify({
     logger: input.logger ?? {
       level: input.config.logLevel,
@@ -150,6 +152,9 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: typeof input.config.trustProxy === 'boolean' ? input.config.trustProxy : [...input.config.trustProxy],
     bodyLimit: 16 * 1024,
+    // Fastify sets its server's requestTimeout from its own option (0, no limit, by default).
+    requestTimeout: listener.requestTimeout,
+    http: listener,
     routerOptions: { querystringParser: (query: string) => parseParams(query) },
     // The admin API's schemas refuse an unknown field (400 naming it) rather than drop it.
     ajv: { customOptions: { removeAdditional: false } },

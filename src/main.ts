@@ -17,6 +17,7 @@ import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { systemClock } from './core/clock.ts';
 import { http } from './core/node-http.ts';
+import { listenerOptions } from './http/listener.ts';
 import { unmatchedTranslations } from './flows/resources.ts';
 import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
 import type { ClearedEmail, Store } from './store/types.ts';
@@ -204,7 +205,7 @@ function onPickedPort(config: Config, port: number): Config {
  * listens) wait for `serve`.
  */
 async function listenOnPickedPort(config: Config): Promise<{ server: Server; config: Config; serve(routing: Routing): void }> {
-  const server = http.createServer();
+  const server = http.createServer(listenerOptions(config.requestTimeoutSeconds));
   let routing: Routing | null = null;
   const waiting: Parameters<Routing>[] = [];
   server.on('request', (request, response) => (routing ? routing(request, response) : waiting.push([request, response])));
@@ -486,7 +487,7 @@ export async function startServer(settings: Config, whenServing?: (running: Runn
   let adminServer: { server: Server; url: string } | null = null;
   if (config.adminListen) {
     const { host, port } = config.adminListen;
-    const server = http.createServer(adminListenerHandler(app.routing));
+    const server = http.createServer(listenerOptions(config.requestTimeoutSeconds), adminListenerHandler(app.routing));
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

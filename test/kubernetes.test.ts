@@ -4,8 +4,9 @@
  * on PostgreSQL, the database URL and the key encryption key from the Secret, liveness on
  * /healthz and readiness on /readyz, a non-root user that is the image's, a read-only root,
  * resource requests, time to drain before SIGKILL, a Service and a PodDisruptionBudget that
- * select those pods. No cluster is needed, nor reached. Without kubectl the file is skipped
- * saying so, except in CI (CI=1), where that fails.
+ * select those pods, and a NetworkPolicy that lets only the ingress controller in. No cluster
+ * is needed, nor reached. Without kubectl the file is skipped saying so, except in CI (CI=1),
+ * where that fails.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -44,10 +45,21 @@ interface Container {
   resources: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext: { allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; capabilities?: { drop?: string[] } };
 }
+interface LabelSelector {
+  matchLabels?: Record<string, string>;
+}
+interface NetworkPolicyPeer {
+  namespaceSelector?: LabelSelector;
+  podSelector?: LabelSelector;
+  ipBlock?: { cidr: string };
+}
 interface Resource {
   kind: string;
   metadata: { name: string };
   spec: {
+    podSelector?: LabelSelector;
+    policyTypes?: string[];
+    ingress?: { from?: NetworkPolicyPeer[]; ports?: { port: string | number; protocol?: string }[] }[];
     replicas?: number;
     selector?: { matchLabels?: Record<string, string> } & Record<string, string>;
     minAvailable?: number;
@@ -141,6 +153,32 @@ describe('deploy/kubernetes, rendered by kubectl kustomize', {
     const budget = find('PodDisruptionBudget');
     for (const [name, value] of Object.entries(budget.spec.selector!.matchLabels!)) assert.equal(labels[name], value);
     assert.equal(budget.spec.minAvailable, 1);
+  });
+
+  it('lets only the ingress controller reach the pods, at their http port: TESSERA_TRUST_PROXY believes the whole pod network', () => {
+    const labels = find('Deployment').spec.template!.metadata.labels;
+    const policy = find('NetworkPolicy');
+    const selected = Object.entries(policy.spec.podSelector?.matchLabels ?? {});
+    assert.ok(selected.length > 0, "it selects Tessera's pods, not every pod of the namespace");
+    for (const [name, value] of selected) assert.equal(labels[name], value);
+    assert.deepEqual(policy.spec.policyTypes, ['Ingress']);
+    const rules = policy.spec.ingress ?? [];
+    assert.ok(rules.length > 0, 'the ingress controller is let in');
+    const deployment = readFileSync(join(ROOT, 'docs', 'deployment.md'), 'utf8');
+    const kubernetes = deployment.slice(deployment.indexOf('## Kubernetes'), deployment.indexOf('## Signing keys')).replace(/\s+/g, ' ');
+    for (const rule of rules) {
+      // A rule without `from`, or with an empty peer, lets every address in.
+      assert.ok(rule.from && rule.from.length > 0, 'each rule names who may connect');
+      for (const peer of rule.from) {
+        assert.equal(peer.ipBlock, undefined, 'by label, not by address: the pod network is every pod');
+        const namespace = Object.entries(peer.namespaceSelector?.matchLabels ?? {});
+        const pods = Object.entries(peer.podSelector?.matchLabels ?? {});
+        assert.ok(namespace.length > 0 && pods.length > 0, "the controller's namespace and its pods in it, each by label");
+        for (const [name, value] of [...namespace, ...pods])
+          assert.ok(kubernetes.includes(`\`${name}: ${value}\``), `docs/deployment.md names ${name}: ${value} to adapt`);
+      }
+      assert.deepEqual(rule.ports, [{ port: 'http', protocol: 'TCP' }]);
+    }
   });
 
   it("docs/deployment.md: the page's Secret has the keys the pods read, apply -k applies these files, and its exec line registers a client", async () => {

@@ -138,6 +138,7 @@ export function loadConfig(env: Env = process.env): Config {
         newPerHour: s.TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_HOUR,
       },
     },
+    requestTimeoutSeconds: s.TESSERA_REQUEST_TIMEOUT,
     shutdown: { delaySeconds: s.TESSERA_SHUTDOWN_DELAY, timeoutSeconds: s.TESSERA_SHUTDOWN_TIMEOUT },
     site: {
       name: s.TESSERA_SITE_NAME,

@@ -861,6 +861,15 @@ export const SETTINGS = [
       'serve the admin API (`/admin/v1`, [docs/admin-api.md](docs/admin-api.md)) on a listener of its own at this address and nowhere else: `/admin` then answers 404 on the public listener; port `0`: one the system picks',
   },
   {
+    name: 'TESSERA_REQUEST_TIMEOUT',
+    type: 'integer',
+    default: 30,
+    min: 1,
+    max: 600,
+    description:
+      'how long a client may take to send a whole request, headers and body, seconds; a slower one is answered 408 and its connection closed, so that a client sending a byte now and then cannot hold connections open. It does not limit how long the server takes to answer',
+  },
+  {
     name: 'TESSERA_SHUTDOWN_DELAY',
     type: 'integer',
     default: 5,

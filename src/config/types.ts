@@ -124,6 +124,11 @@ export interface Config {
    */
   readonly adminListen: { readonly host: string; readonly port: number } | null;
   readonly registration: RegistrationSettings;
+  /**
+   * `TESSERA_REQUEST_TIMEOUT` seconds (default 30): how long a client may take to send a whole
+   * request, so that slow senders (slowloris) cannot hold the listeners' connections open.
+   */
+  readonly requestTimeoutSeconds: number;
   readonly shutdown: ShutdownSettings;
   readonly site: SiteSettings;
   /**

@@ -1,13 +1,19 @@
 /**
  * The operator console over plain HTTP, for what a browser test would only see by accident:
  * every change refuses a post without the form's CSRF token (the browser test's posts all
- * carry it), and names an app chose itself are written as text. The operator is signed in
- * by the session flow (helpers/console.ts); test/console-browser.test.ts signs in as a person does.
+ * carry it), names an app chose itself are written as text, and an organization or a SAML
+ * service provider edited from a page opened before someone else changed it is refused with
+ * their change shown, not saved over it. The operator is signed in by the session flow
+ * (helpers/console.ts); test/console-browser.test.ts signs in as a person does.
  */
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createClient } from '../src/flows/manage/clients.ts';
+import { addOrganization, updateOrganization } from '../src/flows/manage/organizations.ts';
 import { addResource } from '../src/flows/manage/resources.ts';
+import { addSamlSp, updateSamlSp } from '../src/flows/manage/saml-service-providers.ts';
+import { pemCertificate, selfSignedCertificate } from '../src/tokens/certificate.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
@@ -66,6 +72,81 @@ describe('the operator console over HTTP', () => {
     const done = await browser.request(`${user}/disable`, { form: { csrf_token: csrf } });
     assert.equal(done.status, 303, done.html.slice(0, 500));
     assert.equal((await server.store.users.get(target.id))?.disabled, true);
+  });
+
+  /** The text of a page's stale-edit warning, tags and entities taken out. */
+  const warning = (html: string) =>
+    (/<div class="alert warning" role="alert">([\s\S]*?)<\/div>/.exec(html)?.[1] ?? '')
+      .replace(/<[^>]+>/g, ' ')
+      .replace(/&rarr;|&#8594;/g, '→')
+      .replace(/\s+/g, ' ')
+      .replace(/ :/g, ':')
+      .trim();
+
+  it("refuses an organization's edit from a page opened before someone else required a passkey, showing their change, and saves it over theirs when posted again", async () => {
+    const { browser } = await operatorBrowser(server, 'admin');
+    const org = await addOrganization(manageDeps(server), { name: 'Stale Org' });
+    const path = `/console/orgs/${org.id}`;
+    const opened = await browser.request(path);
+    assert.equal(opened.status, 200, opened.html.slice(0, 300));
+    assert.equal(browser.form(opened, path).fields['require_passkey'], undefined, 'opened with the box unchecked');
+    // Someone else (another operator, the command, the admin API) requires a passkey meanwhile.
+    await updateOrganization(manageDeps(server), org.id, { require_passkey: true });
+
+    const refused = await browser.submit(opened, path, { name: 'Stale Org Renamed' });
+    assert.equal(refused.status, 409, refused.html.slice(0, 500));
+    assert.match(warning(refused.html), /^Not saved: someone else changed this organization after you opened it\. Their change: .*require_passkey: No → Yes/);
+    const stored = await server.store.organizations.get(org.id);
+    assert.deepEqual([stored?.name, stored?.requirePasskey], ['Stale Org', true], 'nothing of the stale edit was saved, and their change stands');
+    const again = browser.form(refused, path).fields;
+    assert.deepEqual([again['name'], again['require_passkey']], ['Stale Org Renamed', 'on'], "the form as it is now, with the operator's change over it");
+
+    const saved = await browser.submit(refused, path, {});
+    assert.equal(saved.status, 303, saved.html.slice(0, 500));
+    const after = await server.store.organizations.get(org.id);
+    assert.deepEqual([after?.name, after?.requirePasskey], ['Stale Org Renamed', true]);
+  });
+
+  it("refuses a SAML service provider's edit from a page opened before someone else replaced its certificate and pruned its ACS URLs, showing their change", async () => {
+    const { browser } = await operatorBrowser(server, 'admin');
+    const certificate = (name: string) => pemCertificate(selfSignedCertificate(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey, name, name));
+    const [first, second] = [certificate('sp-first'), certificate('sp-second')];
+    const sp = await addSamlSp(manageDeps(server), {
+      entity_id: 'https://stale-sp.example/saml',
+      name: 'Stale SP',
+      acs_urls: ['https://stale-sp.example/acs', 'https://old.stale-sp.example/acs'],
+      certificate: first,
+      encryption_certificate: first,
+    });
+    const path = `/console/saml/${sp.id}`;
+    const opened = await browser.request(path);
+    assert.equal(opened.status, 200, opened.html.slice(0, 300));
+    // Someone else replaces its certificate, asks for signed requests and drops the old ACS URL meanwhile.
+    await updateSamlSp(manageDeps(server), sp.id, { certificate: second, want_signed_requests: true, acs_urls: ['https://stale-sp.example/acs'] });
+    const theirs = await server.store.samlServiceProviders.get(sp.id);
+
+    const rename = { name: 'Stale SP Renamed' };
+    const body = new URLSearchParams({ ...browser.form(opened, path).fields, ...rename }).toString();
+    assert.ok(body.length < 12 * 1024, `the form with both certificates and its original fits the console's 16 KiB with room: ${body.length}`);
+    const refused = await browser.submit(opened, path, rename);
+    assert.equal(refused.status, 409, refused.html.slice(0, 500));
+    const shown = warning(refused.html);
+    assert.match(shown, /^Not saved: someone else changed this service provider after you opened it\. Their change: /);
+    assert.match(shown, /acs_urls: https:\/\/stale-sp\.example\/acs, https:\/\/old\.stale-sp\.example\/acs → https:\/\/stale-sp\.example\/acs/);
+    assert.match(shown, /want_signed_requests: No → Yes/);
+    assert.match(shown, /certificate: -----BEGIN CERTIFICATE-----/);
+    assert.deepEqual(
+      await server.store.samlServiceProviders.get(sp.id),
+      theirs,
+      'nothing of the stale edit was saved: their certificate, ACS URLs and signed requests stand',
+    );
+    const again = browser.form(refused, path).fields;
+    assert.deepEqual([again['name'], again['want_signed_requests']], ['Stale SP Renamed', 'on'], "the form as it is now, with the operator's change over it");
+
+    const saved = await browser.submit(refused, path, {});
+    assert.equal(saved.status, 303, /role="alert"[^>]*>([\s\S]{0,800})/.exec(saved.html)?.[1]);
+    const after = await server.store.samlServiceProviders.get(sp.id);
+    assert.deepEqual(after, { ...theirs, name: 'Stale SP Renamed', updatedAt: after?.updatedAt }, 'the rename, over their change');
   });
 
   it("writes an app's name as text in the list of apps, whoever chose it", async () => {

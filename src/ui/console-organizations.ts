@@ -6,7 +6,7 @@
  */
 import { ORGANIZATION_FIELDS, ORGANIZATION_MEMBER_FIELDS } from '../flows/manage/fields/organizations.ts';
 import type { FormValues } from '../flows/manage/fields/field.ts';
-import { consolePage, fieldTableForm, linkButton, notice, postButton, tableForm, type ConsoleFrame, type FieldFormView } from './console.ts';
+import { consolePage, fieldTableForm, linkButton, notice, postButton, staleChange, tableForm, type ConsoleFrame, type FieldFormView } from './console.ts';
 import { html, type SafeHtml } from './html.ts';
 import type { MessageKey } from './i18n.ts';
 import { csrfField } from './pages.ts';
@@ -88,6 +88,7 @@ export function organizationPage(frame: ConsoleFrame, view: OrganizationPageView
     html`<h1>${view.title}</h1>
 ${notice(view.notice)}
 ${notice(view.edit?.error, 'error')}
+${staleChange(ui, 'console.org.stale', view.edit?.otherChange)}
 <dl class="facts">${view.facts.map((fact) => html`<dt>${fact.label}</dt><dd><code>${fact.value}</code></dd>`)}</dl>
 <section aria-labelledby="members-heading"><h2 id="members-heading">${t.html('console.org.members')}</h2>
 ${

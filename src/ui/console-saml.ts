@@ -4,7 +4,7 @@
  * The routes (http/console/saml.ts) decide what each page may offer.
  */
 import { SAML_SP_FIELDS } from '../flows/manage/fields/saml-service-providers.ts';
-import { consolePage, fieldTableForm, linkButton, notice, type ConsoleFrame, type FieldFormView } from './console.ts';
+import { consolePage, fieldTableForm, linkButton, notice, staleChange, type ConsoleFrame, type FieldFormView } from './console.ts';
 import { html, type SafeHtml } from './html.ts';
 
 export interface SamlSpListItem {
@@ -61,13 +61,15 @@ export interface SamlSpPageView {
 }
 
 export function samlSpPage(frame: ConsoleFrame, view: SamlSpPageView): string {
-  const { t } = frame.ui;
+  const { ui } = frame;
+  const { t } = ui;
   return consolePage(
     frame,
     view.title,
     html`<h1>${view.title}</h1>
 ${notice(view.notice)}
 ${notice(view.edit?.error, 'error')}
+${staleChange(ui, 'console.saml.stale', view.edit?.otherChange)}
 <dl class="facts">${view.facts.map((fact) => html`<dt>${fact.label}</dt><dd><code>${fact.value}</code></dd>`)}</dl>
 ${view.edit === null ? null : html`<section aria-labelledby="edit-heading"><h2 id="edit-heading">${t.html('console.saml.edit')}</h2>${spForm(frame, view.edit)}</section>`}
 ${view.removeHref === null ? null : html`<div class="actions">${linkButton(view.removeHref, t.text('console.saml.remove'))}</div>`}`,

@@ -583,8 +583,15 @@ export interface ApiFormView {
   readonly cancel: string;
 }
 
+/** A field someone else changed after an edit form was opened: its value then and now, as shown. */
+export interface OtherChange {
+  readonly field: string;
+  readonly before: string;
+  readonly after: string;
+}
+
 /** A stale edit's warning: what someone else changed after the form was opened. */
-export function staleChange(ui: Ui, intro: MessageKey, other: ApiFormView['otherChange']): SafeHtml | null {
+export function staleChange(ui: Ui, intro: MessageKey, other: readonly OtherChange[] | undefined): SafeHtml | null {
   const { t } = ui;
   if (other === undefined || other.length === 0) return null;
   return html`<div class="alert warning" role="alert"><p>${t.html(intro)}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: fieldLabel(ui, change.field), before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`;
@@ -778,6 +785,7 @@ export function fieldTableForm(
   return html`<form method="post" action="${view.action}" class="app-form">
 ${csrfField(csrf)}
 ${hidden}
+${view.original === undefined ? null : html`<input type="hidden" name="original" value="${view.original}">`}
 ${tableForm(ui, table, view.values, { operation: view.operation })}
 <div class="actions"><a class="button" href="${view.cancel}">${ui.t.html('console.cancel')}</a><button type="submit" class="primary">${ui.t.html(submit)}</button></div>
 </form>`;
@@ -794,6 +802,10 @@ export interface AddFormView {
 /** A noun's form that adds one or changes one (fieldTableForm), and why a post of it was refused. */
 export interface FieldFormView extends AddFormView {
   readonly operation: 'create' | 'update';
+  /** Changing one: the values the form was opened with (http/console/kit.ts encodeOriginal), to find a change made meanwhile. */
+  readonly original?: string | undefined;
+  /** A stale edit: the fields someone else changed meanwhile. */
+  readonly otherChange?: readonly OtherChange[] | undefined;
 }
 
 /**

@@ -89,6 +89,12 @@ export class FormBrowser {
       // A textarea is sent with its text, as a browser sends it.
       for (const area of match[2]!.matchAll(/<textarea\b[^>]*name="([^"]*)"[^>]*>([\s\S]*?)<\/textarea>/g))
         fields[decodeEntities(area[1]!)] = decodeEntities(area[2]!);
+      // A select with its selected option, or its first when none is (HTML, "selectedness setting algorithm").
+      for (const select of match[2]!.matchAll(/<select\b[^>]*name="([^"]*)"[^>]*>([\s\S]*?)<\/select>/g)) {
+        const options = [...select[2]!.matchAll(/<option\b([^>]*)>/g)].map((option) => option[1]!);
+        const value = /value="([^"]*)"/.exec(options.find((option) => /\sselected(?=[\s=/]|$)/.test(option)) ?? options[0] ?? '')?.[1];
+        if (value !== undefined) fields[decodeEntities(select[1]!)] = decodeEntities(value);
+      }
       const buttons = [...match[2]!.matchAll(/<button\b[^>]*name="decision"[^>]*value="([^"]*)"/g)].map((button) => button[1]!);
       return { action: formAction, fields, repeated, buttons };
     }

@@ -11,7 +11,8 @@
  *   it holds every admin scope that client has (a client's credentials are its scopes);
  * - a caller changes the credentials, second factors, claims, state or organization memberships
  *   of a person who holds a console role only if it holds every scope that role allows (the
- *   rule for giving the role; a membership can require a passkey of the person's approvals);
+ *   rule for giving the role; a membership can require a passkey of the person's approvals),
+ *   and so changes the sign-in policy of, or removes, an organization such a person is in;
  * - a caller lets an upstream provider link accounts or vouch for a second factor, changes
  *   where such a provider's word comes from, or repoints a provider people already sign in
  *   through, only if it holds every role's scopes: such a provider can sign in as them,

@@ -5,7 +5,8 @@
  * the flags, the provider, the bounds, a taken name or verified domain); updates that keep
  * what they do not name, and a changed domain verified again; removal and its members;
  * memberships and their roles; the authority a caller needs (a console operator's membership,
- * a verified domain routed to a provider: flows/manage/authority.ts); the audit events.
+ * the policy on it, the organization holding it removed, a verified domain routed to a
+ * provider: flows/manage/authority.ts); the audit events.
  * The scope `admin:orgs` itself is checked by the admin API's router (`area: 'orgs'`), not by
  * these operations: test/organizations.test.ts and test/admin-authority.test.ts check it, and
  * what the command and the API show; flows/organizations/routing.test.ts checks the routing.
@@ -428,6 +429,33 @@ describe('organizations (flows/manage/organizations.ts)', () => {
         'still there, as owner',
       );
       assert.equal(await outcome(() => removeOrganizationMember(admin, org.id, operator.username)), 'ok');
+    });
+
+    it('removes an organization with a console operator among its members only for a caller holding every scope of their role, as for its policy', async () => {
+      const org = await addOrganization(world.manage, { name: fresh('Strict'), require_passkey: true });
+      const operator = await world.addUser({ role: 'admin' });
+      await setOrganizationMember(world.manage, org.id, { username: operator.username, role: 'admin' });
+      const orgs = caller('admin:orgs');
+      const removedBefore = (await events('organization.removed')).length;
+      assert.equal(await outcome(() => updateOrganization(orgs, org.id, { require_passkey: false })), 'forbidden', "the policy on the operator's approvals");
+      assert.equal(
+        await outcome(() => removeOrganization(orgs, org.id)),
+        'forbidden',
+        'removed, the organization takes that policy and their membership with it',
+      );
+      assert.deepEqual(await world.store.organizations.get(org.id), org, 'a refused removal removes nothing');
+      assert.deepEqual(
+        (await listOrganizationMembers(world.manage, org.id)).map((member) => [member.username, member.role]),
+        [[operator.username, 'admin']],
+        'the membership stays',
+      );
+      assert.equal((await events('organization.removed')).length, removedBefore, 'nor is it said to be removed');
+      assert.equal(
+        await outcome(() => removeOrganization(caller(...ROLE_SCOPES.admin), org.id)),
+        'ok',
+        "a caller holding every scope of the operator's role may",
+      );
+      assert.equal(await outcome(() => getOrganization(world.manage, org.id)), 'not_found');
     });
   });
 });

@@ -122,15 +122,8 @@ export async function getOrganization(deps: Pick<ManageDeps, 'store'>, idOrName:
 export async function updateOrganization(deps: ManageDeps, idOrName: string, input: OrganizationInput): Promise<OrganizationRecord> {
   const current = await getOrganization(deps, idOrName);
   const organization = await registration(deps, input, current);
-  // The sign-in policy is what its members' approvals must meet: changed, it changes them, and
-  // for a member who holds a console role that needs what a change of the person needs, as
-  // making them a member or ending their membership does (setOrganizationMember).
-  if (organization.requirePasskey !== current.requirePasskey || organization.requireSecondFactor !== current.requireSecondFactor) {
-    for (const member of await deps.store.organizations.members(organization.id)) {
-      const user = await deps.store.users.get(member.userId);
-      if (user !== null) checkMayChangeUser(deps.caller, user);
-    }
-  }
+  if (organization.requirePasskey !== current.requirePasskey || organization.requireSecondFactor !== current.requireSecondFactor)
+    await checkMayChangeMembers(deps, organization);
   try {
     if (!(await deps.store.organizations.update(organization))) throw notFound`no organization ${idOrName}`;
   } catch (error) {
@@ -144,9 +137,23 @@ export async function updateOrganization(deps: ManageDeps, idOrName: string, inp
   return organization;
 }
 
+/**
+ * An organization's sign-in policy is what its members' approvals must meet: changing it, or
+ * removing the organization and with it every membership and the policy, changes each member,
+ * which for one who holds a console role needs what a change of the person needs
+ * (checkMayChangeUser), as making them a member or ending their membership does.
+ */
+async function checkMayChangeMembers(deps: ManageDeps, organization: OrganizationRecord): Promise<void> {
+  for (const member of await deps.store.organizations.members(organization.id)) {
+    const user = await deps.store.users.get(member.userId);
+    if (user !== null) checkMayChangeUser(deps.caller, user);
+  }
+}
+
 /** Removes it and its memberships; approvals given for it keep no organization (their tokens carry no org_id). */
 export async function removeOrganization(deps: ManageDeps, idOrName: string): Promise<void> {
   const organization = await getOrganization(deps, idOrName);
+  await checkMayChangeMembers(deps, organization);
   if (!(await deps.store.organizations.remove(organization.id))) throw notFound`no organization ${idOrName}`;
   await deps.events.emit({ type: 'organization.removed', detail: { organization: organization.id, name: organization.name, by: 'operator' } });
 }

@@ -4,7 +4,7 @@ import { CONSOLE_PATHS } from '../../core/endpoints.ts';
 import type { RawParams } from '../../core/protocol.ts';
 import { SCOPE_DESCRIPTIONS } from '../../core/scopes.ts';
 import { MANAGE_STATUS, ManageError } from '../../flows/manage/errors.ts';
-import { formValues, inputOf, postedValues, sameValue } from '../../flows/manage/fields/field.ts';
+import { formValues, inputOf, postedValues } from '../../flows/manage/fields/field.ts';
 import { RESOURCE_FIELDS } from '../../flows/manage/fields/resources.ts';
 import {
   addResource,
@@ -22,7 +22,7 @@ import { html, type SafeHtml } from '../../ui/html.ts';
 import type { MessageKey } from '../../ui/i18n.ts';
 import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { rawForm } from '../form.ts';
-import { apiPath, consoleKit, reasonOf, shown, single } from './kit.ts';
+import { apiPath, consoleKit, editOverOriginal, encodeOriginal, postedOriginal, reasonOf, single } from './kit.ts';
 
 /** An API's form of a stored registration: its admin API JSON, through the table (fields/resources.ts). */
 const apiFormOf = (resource: ResourceRecord): ApiFormValues => formValues(RESOURCE_FIELDS, resourceJson(resource));
@@ -38,17 +38,6 @@ const postedApi = (form: RawParams): ApiFormValues => postedValues(RESOURCE_FIEL
 
 /** Form values as the operation's input, only the fields in `names`. */
 const inputOfApi = (values: ApiFormValues, names: readonly string[]) => inputOf(RESOURCE_FIELDS, values, names);
-
-const encodeApi = (values: ApiFormValues) => Buffer.from(JSON.stringify(values)).toString('base64url');
-
-function decodeApi(text: string): ApiFormValues | null {
-  try {
-    const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Record<string, unknown>;
-    return UPDATE_KEYS.every((key) => typeof parsed[key] === 'string') ? (parsed as ApiFormValues) : null;
-  } catch {
-    return null;
-  }
-}
 
 /** A scope as the form has it, in a refusal: its line. */
 const scopeLine = (scope: ResourceScope) => `${scope.name}=${scope.description}`;
@@ -102,7 +91,7 @@ export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
         action: edit === null ? CONSOLE_PATHS.apis : apiPath(edit.identifier),
         submit: t.text(edit === null ? 'console.api.create' : 'console.app.save'),
         values,
-        edit: edit === null ? null : { original: encodeApi(apiFormOf(edit)), identifier: edit.identifier },
+        edit: edit === null ? null : { original: encodeOriginal(apiFormOf(edit)), identifier: edit.identifier },
         cancel: CONSOLE_PATHS.apis,
         ...extra,
       }),
@@ -149,7 +138,7 @@ export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
     const form = rawForm(request);
     const current = await getResource(deps, identifierOf(request));
     const now = apiFormOf(current);
-    const original = decodeApi(single(form, 'original', 64 * 1024)) ?? now;
+    const original = postedOriginal(form, UPDATE_KEYS) ?? now;
     const posted = postedApi(form);
     // A form posted without the menu: the algorithm as it was.
     const values: ApiFormValues = {
@@ -161,16 +150,8 @@ export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
     // APIs carry no version: the values the form was opened with stand for it. Someone else's
     // change meanwhile refuses the edit with their change shown (as an app's stale edit is).
     const ui = frame(request, reply, 'apis').ui;
-    const otherChange = UPDATE_KEYS.filter((key) => !sameValue(now[key], original[key])).map((key) => ({
-      field: key,
-      before: shown(ui, original[key] ?? ''),
-      after: shown(ui, now[key] ?? ''),
-    }));
-    const changed = UPDATE_KEYS.filter((key) => !sameValue(values[key], original[key]));
-    if (otherChange.length > 0) {
-      const merged = { ...now, ...Object.fromEntries(changed.map((key) => [key, values[key]])) } as ApiFormValues;
-      return apiForm(request, reply, 409, merged, current, { otherChange });
-    }
+    const { changed, otherChange, merged } = editOverOriginal(ui, UPDATE_KEYS, original, now, values);
+    if (otherChange.length > 0) return apiForm(request, reply, 409, merged, current, { otherChange });
     if (changed.length === 0) return reply.redirect(`${CONSOLE_PATHS.apis}?done=saved`, 303);
     try {
       await updateResource(manage(request), current.identifier, inputOfApi(values, changed) as ResourceUpdate, scopeLine);

@@ -37,15 +37,3 @@ export function metadataOf(values: AppFormValues, names: readonly string[]): Cli
 export const FORM_KEYS: readonly string[] = CLIENT_FIELDS.filter((field) => field.form !== null).map((field) => field.name);
 
 export const same = sameValue;
-
-/** The form's values as read, carried through the edit form to find what changed meanwhile. */
-export const encodeOriginal = (values: AppFormValues) => Buffer.from(JSON.stringify(values)).toString('base64url');
-
-export function decodeOriginal(text: string): AppFormValues | null {
-  try {
-    const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Record<string, unknown>;
-    return FORM_KEYS.every((key) => key in parsed) ? (parsed as AppFormValues) : null;
-  } catch {
-    return null;
-  }
-}

@@ -31,9 +31,9 @@ import type { MessageKey } from '../../ui/i18n.ts';
 import type { Ui } from '../../ui/pages.ts';
 import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { rawForm } from '../form.ts';
-import { decodeOriginal, encodeOriginal, FORM_KEYS, formOf, metadataOf, NEW_APP, postedForm, same } from './app-form.ts';
+import { FORM_KEYS, formOf, metadataOf, NEW_APP, postedForm, same } from './app-form.ts';
 import { TRUST_PATH } from './trust.ts';
-import { appPath, consoleKit, grantName, reasonOf, shown, single } from './kit.ts';
+import { appPath, consoleKit, encodeOriginal, grantName, otherChanges, overNow, postedOriginal, reasonOf, single } from './kit.ts';
 
 /** Grace periods offered for a rotated-out secret, seconds. */
 const GRACE_CHOICES: readonly { readonly seconds: number; readonly label: MessageKey }[] = [
@@ -199,7 +199,7 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
     const client = await getClient(deps, id(request));
     const values = postedForm(form);
     const version = Number.parseInt(single(form, 'version', 12), 10);
-    const original = decodeOriginal(single(form, 'original', 64 * 1024)) ?? formOf(client);
+    const original = postedOriginal(form, FORM_KEYS) ?? formOf(client);
     // Only what the operator changed is sent: the event names those fields, and what someone
     // else changed meanwhile in other fields would be kept (but the version refuses it all).
     const changed = FORM_KEYS.filter((key) => !same(values[key], original[key]));
@@ -213,14 +213,8 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
         // RFC 9110 §13.1.1: refused, and the change that came in between is shown.
         const current = await getClient(deps, client.id);
         const now = formOf(current);
-        const otherChange = FORM_KEYS.filter((key) => !same(now[key], original[key])).map((key) => ({
-          field: key,
-          before: shown(ui, original[key] ?? ''),
-          after: shown(ui, now[key] ?? ''),
-        }));
         // The form again at the current version: the other change, and this operator's over it.
-        const merged = { ...now, ...Object.fromEntries(changed.map((key) => [key, values[key]])) } as AppFormValues;
-        return editForm(request, reply, 409, current, merged, { otherChange });
+        return editForm(request, reply, 409, current, overNow(now, values, changed), { otherChange: otherChanges(ui, FORM_KEYS, original, now) });
       }
       return editForm(request, reply, MANAGE_STATUS[error.kind], client, values, { error: reasonOf(ui, error) });
     }

@@ -13,10 +13,10 @@ import { roleAllows, type AdminArea } from '../../flows/manage/admin-token.ts';
 import { mayAssignRole } from '../../flows/manage/authority.ts';
 import type { ManageDeps } from '../../flows/manage/deps.ts';
 import type { ManageError } from '../../flows/manage/errors.ts';
-import type { FormValue } from '../../flows/manage/fields/field.ts';
+import { sameValue, type FormValue, type FormValues } from '../../flows/manage/fields/field.ts';
 import { operatorRefusal } from '../../flows/second-factor/policy.ts';
 import type { SessionRecord, UserRecord } from '../../store/types.ts';
-import { forbiddenPage, type ConsoleFrame, type ConsoleSection, type EventView } from '../../ui/console.ts';
+import { forbiddenPage, type ConsoleFrame, type ConsoleSection, type EventView, type OtherChange } from '../../ui/console.ts';
 import { html, type SafeHtml } from '../../ui/html.ts';
 import { isMessageKey, type MessageKey } from '../../ui/i18n.ts';
 import type { Ui } from '../../ui/pages.ts';
@@ -100,6 +100,53 @@ export function reasonOf(ui: Ui, error: ManageError): SafeHtml {
 
 export const shown = (ui: Ui, value: FormValue) =>
   Array.isArray(value) ? value.join(', ') : typeof value === 'boolean' ? ui.t.text(value ? 'console.yes' : 'console.no') : String(value).replace(/\n/g, ', ');
+
+/**
+ * An edit form's values as it was opened with them, carried back as its hidden `original`:
+ * what the operator changed is what they post otherwise than these, not otherwise than what
+ * is stored by then, which would undo a change someone else made meanwhile.
+ */
+export const encodeOriginal = (values: FormValues): string => Buffer.from(JSON.stringify(values)).toString('base64url');
+
+/** The `original` an edit form posted back (encodeOriginal), or null when it is not one with every field of `keys`. */
+export function postedOriginal(form: RawParams, keys: readonly string[]): FormValues | null {
+  try {
+    const parsed = JSON.parse(Buffer.from(single(form, 'original', 64 * 1024), 'base64url').toString('utf8')) as unknown;
+    return parsed !== null && typeof parsed === 'object' && keys.every((key) => key in parsed) ? (parsed as FormValues) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The fields of `keys` someone else changed after the form was opened with `original`, as a stale edit's warning shows them (ui/console.ts staleChange). */
+export const otherChanges = (ui: Ui, keys: readonly string[], original: FormValues, now: FormValues): OtherChange[] =>
+  keys
+    .filter((key) => !sameValue(now[key], original[key]))
+    .map((key) => ({ field: key, before: shown(ui, original[key] ?? ''), after: shown(ui, now[key] ?? '') }));
+
+/** A refused stale edit's form: the values as stored now, with the fields this operator changed as they posted them. */
+export const overNow = (now: FormValues, values: FormValues, changed: readonly string[]): FormValues => ({
+  ...now,
+  ...Object.fromEntries(changed.map((key) => [key, values[key]!])),
+});
+
+/**
+ * An edit of a noun that carries no version (an API, a provider, an organization, a SAML
+ * service provider): the values the form was opened with stand for one (RFC 9110 §13.1.1).
+ * `changed`: the fields the operator changed; `otherChange`: those someone else changed
+ * meanwhile, which refuse the edit with 409, the form shown again as `merged`.
+ */
+export function editOverOriginal(
+  ui: Ui,
+  keys: readonly string[],
+  original: FormValues,
+  now: FormValues,
+  values: FormValues,
+): { readonly changed: string[]; readonly otherChange: OtherChange[]; readonly merged: FormValues } {
+  const changed = keys.filter((key) => !sameValue(values[key], original[key]));
+  return { changed, otherChange: otherChanges(ui, keys, original, now), merged: overNow(now, values, changed) };
+}
+
 /** The access check and page helpers of a noun's plugin (`app`: where its routes are registered). */
 export function consoleKit(app: FastifyInstance, { deps, pages, formPost }: BrowserRoutesOptions) {
   const uiOf = (request: FastifyRequest, user: UserRecord): Ui => pages.ui(request, { user: user.locale });

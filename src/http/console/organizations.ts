@@ -24,13 +24,13 @@ import {
   type OrganizationInput,
 } from '../../flows/manage/organizations.ts';
 import type { OrganizationRecord } from '../../store/types.ts';
-import { confirmPage } from '../../ui/console.ts';
+import { confirmPage, type OtherChange } from '../../ui/console.ts';
 import { organizationFormPage, organizationPage, organizationsPage } from '../../ui/console-organizations.ts';
 import type { MessageKey } from '../../ui/i18n.ts';
 import type { SafeHtml } from '../../ui/html.ts';
 import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { rawForm } from '../form.ts';
-import { consoleKit, reasonOf, shown, single, userPath } from './kit.ts';
+import { consoleKit, editOverOriginal, encodeOriginal, postedOriginal, reasonOf, shown, single, userPath } from './kit.ts';
 
 export const organizationPath = (id: string) => `${CONSOLE_PATHS.orgs}/${encodeURIComponent(id)}`;
 
@@ -42,6 +42,8 @@ const NOTICES: Readonly<Record<string, MessageKey>> = {
   'member-removed': 'console.org.member.removed',
 };
 const formOf = (organization: OrganizationRecord): FormValues => formValues(ORGANIZATION_FIELDS, organizationJson(organization));
+/** The fields its edit form changes. */
+const UPDATE_KEYS: readonly string[] = formKeys(ORGANIZATION_FIELDS).filter((key) => ORGANIZATION_FIELDS.find((field) => field.name === key)?.update);
 
 export const organizationPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
   const { deps, pages, page, change, confirm, frame, manage, may } = consoleKit(app, options);
@@ -96,7 +98,12 @@ export const organizationPages: FastifyPluginAsync<BrowserRoutesOptions> = async
     status: number,
     organization: OrganizationRecord,
     values: FormValues,
-    errors: { readonly edit?: SafeHtml; readonly member?: SafeHtml; readonly memberValues?: FormValues } = {},
+    errors: {
+      readonly edit?: SafeHtml;
+      readonly otherChange?: readonly OtherChange[];
+      readonly member?: SafeHtml;
+      readonly memberValues?: FormValues;
+    } = {},
   ) => {
     const f = frame(request, reply, 'orgs');
     const { ui } = f;
@@ -119,7 +126,17 @@ export const organizationPages: FastifyPluginAsync<BrowserRoutesOptions> = async
               }))),
           { label: ui.t.text('console.org.createdAt'), value: ui.t.time(organization.createdAt) },
         ],
-        edit: writable ? { action: path, values, cancel: CONSOLE_PATHS.orgs, operation: 'update', error: errors.edit } : null,
+        edit: writable
+          ? {
+              action: path,
+              values,
+              cancel: CONSOLE_PATHS.orgs,
+              operation: 'update',
+              original: encodeOriginal(formOf(organization)),
+              error: errors.edit,
+              otherChange: errors.otherChange,
+            }
+          : null,
         members: members.map((member) => ({ username: member.username, role: member.role, href: userPath(member.username) })),
         membersAction: writable ? `${path}/members` : null,
         memberValues: errors.memberValues ?? formValues(ORGANIZATION_MEMBER_FIELDS, { role: 'member' }),
@@ -136,18 +153,21 @@ export const organizationPages: FastifyPluginAsync<BrowserRoutesOptions> = async
   });
 
   app.post(`${CONSOLE_PATHS.orgs}/:id`, change('orgs'), async (request, reply) => {
+    const form = rawForm(request);
     const current = await getOrganization(deps, idOf(request));
-    const values = postedValues(ORGANIZATION_FIELDS, rawForm(request));
     const now = formOf(current);
-    const changed = formKeys(ORGANIZATION_FIELDS).filter(
-      (key) => ORGANIZATION_FIELDS.find((field) => field.name === key)?.update && !sameValue(values[key], now[key]),
-    );
+    const values = postedValues(ORGANIZATION_FIELDS, form);
+    // Organizations carry no version: an unchecked box on a form opened before someone else
+    // required a passkey would otherwise turn it off unseen. Their change refuses the edit.
+    const ui = frame(request, reply, 'orgs').ui;
+    const { changed, otherChange, merged } = editOverOriginal(ui, UPDATE_KEYS, postedOriginal(form, UPDATE_KEYS) ?? now, now, values);
+    if (otherChange.length > 0) return orgPage(request, reply, 409, current, merged, { otherChange });
     if (changed.length > 0) {
       try {
         await updateOrganization(manage(request), current.id, inputOf(ORGANIZATION_FIELDS, values, changed) as OrganizationInput);
       } catch (error) {
         if (!(error instanceof ManageError)) throw error;
-        return orgPage(request, reply, MANAGE_STATUS[error.kind], current, values, { edit: reasonOf(frame(request, reply, 'orgs').ui, error) });
+        return orgPage(request, reply, MANAGE_STATUS[error.kind], current, values, { edit: reasonOf(ui, error) });
       }
     }
     return reply.redirect(`${organizationPath(current.id)}?done=saved`, 303);

@@ -28,7 +28,7 @@ import { html, type SafeHtml } from '../../ui/html.ts';
 import type { MessageKey } from '../../ui/i18n.ts';
 import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { rawForm } from '../form.ts';
-import { consoleKit, reasonOf, shown, single } from './kit.ts';
+import { consoleKit, editOverOriginal, encodeOriginal, postedOriginal, reasonOf, single } from './kit.ts';
 
 export const providerPath = (id: string) => `${CONSOLE_PATHS.providers}/${encodeURIComponent(id)}`;
 
@@ -37,17 +37,6 @@ const formKeys = (kind: string, operation: 'create' | 'update'): readonly string
   PROVIDER_FIELDS.filter((field) => field.form !== null && field[operation] && (!('kinds' in field) || (field.kinds as readonly string[]).includes(kind))).map(
     (field) => field.name,
   );
-
-const encodeOriginal = (values: FormValues) => Buffer.from(JSON.stringify(values)).toString('base64url');
-
-function decodeOriginal(text: string, keys: readonly string[]): FormValues | null {
-  try {
-    const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Record<string, unknown>;
-    return keys.every((key) => key in parsed) ? (parsed as FormValues) : null;
-  } catch {
-    return null;
-  }
-}
 
 /** Form values as the operation's input, only the fields in `names`; a value that is not one is refused as the operation refuses. */
 function inputOfForm(values: FormValues, names: readonly string[]): ProviderInput {
@@ -219,20 +208,14 @@ export const providerPages: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const current = await getProvider(deps, idOf(request));
     const keys = formKeys(current.kind, 'update');
     const now = formOf(current);
-    const original = decodeOriginal(single(form, 'original', 64 * 1024), keys) ?? now;
+    const original = postedOriginal(form, keys) ?? now;
     const values = postedValues(PROVIDER_FIELDS, form);
     // Providers carry no version: the values the form was opened with stand for it. Someone
     // else's change meanwhile refuses the edit with their change shown (as an API's is).
     const ui = frame(request, reply, 'providers').ui;
-    const otherChange = keys
-      .filter((key) => !sameValue(now[key], original[key]))
-      .map((key) => ({ field: key, before: shown(ui, original[key] ?? ''), after: shown(ui, now[key] ?? '') }));
     // A secret typed is a change; left empty, the stored one stays.
-    const changed = keys.filter((key) => !sameValue(values[key], original[key]));
-    if (otherChange.length > 0) {
-      const merged = { ...now, ...Object.fromEntries(changed.map((key) => [key, values[key]])), client_secret: '', bind_password: '' } as FormValues;
-      return editForm(request, reply, 409, current, merged, { otherChange });
-    }
+    const { changed, otherChange, merged } = editOverOriginal(ui, keys, original, now, values);
+    if (otherChange.length > 0) return editForm(request, reply, 409, current, { ...merged, client_secret: '', bind_password: '' }, { otherChange });
     if (changed.length === 0) return reply.redirect(`${providerPath(current.id)}?done=saved`, 303);
     try {
       await updateProvider(providerDeps(request), current.id, inputOfForm(values, changed));

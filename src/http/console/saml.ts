@@ -12,19 +12,21 @@ import { formKeys, formValues, inputOf, postedValues, sameValue, type FormValues
 import { SAML_SP_FIELDS } from '../../flows/manage/fields/saml-service-providers.ts';
 import { addSamlSp, getSamlSp, listSamlSps, removeSamlSp, samlSpJson, updateSamlSp, type SamlSpInput } from '../../flows/manage/saml-service-providers.ts';
 import type { SamlServiceProviderRecord } from '../../store/saml.ts';
-import { confirmPage } from '../../ui/console.ts';
+import { confirmPage, type OtherChange } from '../../ui/console.ts';
 import { samlSpFormPage, samlSpPage, samlSpsPage } from '../../ui/console-saml.ts';
 import type { MessageKey } from '../../ui/i18n.ts';
 import type { SafeHtml } from '../../ui/html.ts';
 import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { rawForm } from '../form.ts';
-import { consoleKit, reasonOf, shown, single } from './kit.ts';
+import { consoleKit, editOverOriginal, encodeOriginal, postedOriginal, reasonOf, shown, single } from './kit.ts';
 
 export const samlSpPath = (id: string) => `${CONSOLE_PATHS.saml}/${encodeURIComponent(id)}`;
 
 const NOTICES: Readonly<Record<string, MessageKey>> = { added: 'console.saml.added', saved: 'console.saml.updated', removed: 'console.saml.removed' };
 /** The form's values of an SP as it is (its metadata is never shown back: what it held is in the other fields). */
 const formOf = (sp: SamlServiceProviderRecord): FormValues => ({ ...formValues(SAML_SP_FIELDS, samlSpJson(sp)), metadata: '' });
+/** The fields its edit form changes. */
+const UPDATE_KEYS: readonly string[] = formKeys(SAML_SP_FIELDS).filter((key) => SAML_SP_FIELDS.find((field) => field.name === key)?.update);
 
 export const samlPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
   const { deps, pages, page, change, confirm, frame, manage, may } = consoleKit(app, options);
@@ -70,7 +72,14 @@ export const samlPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     return reply.redirect(`${samlSpPath(added.id)}?done=added`, 303);
   });
 
-  const spPage = async (request: FastifyRequest, reply: FastifyReply, status: number, sp: SamlServiceProviderRecord, values: FormValues, error?: SafeHtml) => {
+  const spPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    sp: SamlServiceProviderRecord,
+    values: FormValues,
+    refused: { readonly error?: SafeHtml; readonly otherChange?: readonly OtherChange[] } = {},
+  ) => {
     const f = frame(request, reply, 'saml');
     const { ui } = f;
     const writable = may(request, 'saml', true);
@@ -92,7 +101,9 @@ export const samlPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
               }))),
           { label: ui.t.text('console.saml.createdAt'), value: ui.t.time(sp.createdAt) },
         ],
-        edit: writable ? { action: samlSpPath(sp.id), values, cancel: CONSOLE_PATHS.saml, operation: 'update', error } : null,
+        edit: writable
+          ? { action: samlSpPath(sp.id), values, cancel: CONSOLE_PATHS.saml, operation: 'update', original: encodeOriginal(formOf(sp)), ...refused }
+          : null,
         removeHref: writable ? `${samlSpPath(sp.id)}/remove` : null,
         notice: done === undefined ? undefined : ui.t.text(done),
       }),
@@ -105,16 +116,22 @@ export const samlPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
   });
 
   app.post(`${CONSOLE_PATHS.saml}/:id`, change('saml'), async (request, reply) => {
+    const form = rawForm(request);
     const current = await getSamlSp(deps, idOf(request));
-    const values = postedValues(SAML_SP_FIELDS, rawForm(request));
     const now = formOf(current);
-    const changed = formKeys(SAML_SP_FIELDS).filter((key) => SAML_SP_FIELDS.find((field) => field.name === key)?.update && !sameValue(values[key], now[key]));
+    const values = postedValues(SAML_SP_FIELDS, form);
+    // SPs carry no version: a form opened before someone else replaced the certificate, asked
+    // for signed requests or pruned the ACS URLs would otherwise put back what it showed.
+    // Their change refuses the edit.
+    const ui = frame(request, reply, 'saml').ui;
+    const { changed, otherChange, merged } = editOverOriginal(ui, UPDATE_KEYS, postedOriginal(form, UPDATE_KEYS) ?? now, now, values);
+    if (otherChange.length > 0) return spPage(request, reply, 409, current, merged, { otherChange });
     if (changed.length > 0) {
       try {
         await updateSamlSp(manage(request), current.id, inputOf(SAML_SP_FIELDS, values, changed) as SamlSpInput);
       } catch (error) {
         if (!(error instanceof ManageError)) throw error;
-        return spPage(request, reply, MANAGE_STATUS[error.kind], current, values, reasonOf(frame(request, reply, 'saml').ui, error));
+        return spPage(request, reply, MANAGE_STATUS[error.kind], current, values, { error: reasonOf(ui, error) });
       }
     }
     return reply.redirect(`${samlSpPath(current.id)}?done=saved`, 303);

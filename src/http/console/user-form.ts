@@ -28,15 +28,3 @@ export function changesOf(values: FormValues, names: readonly string[], before?:
     throw error;
   }
 }
-
-/** The form's values as read, carried through the form to find what changed meanwhile. */
-export const encodeProfile = (values: FormValues) => Buffer.from(JSON.stringify(values)).toString('base64url');
-
-export function decodeProfile(text: string): FormValues | null {
-  try {
-    const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Record<string, unknown>;
-    return PROFILE_KEYS.every((key) => key in parsed) ? (parsed as FormValues) : null;
-  } catch {
-    return null;
-  }
-}

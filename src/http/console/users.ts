@@ -28,8 +28,8 @@ import { html, type SafeHtml } from '../../ui/html.ts';
 import type { MessageKey } from '../../ui/i18n.ts';
 import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { rawForm } from '../form.ts';
-import { appPath, consoleKit, operatorOf, reasonOf, single, userPath } from './kit.ts';
-import { changedKeys, changesOf, decodeProfile, encodeProfile, postedProfile, profileOf } from './user-form.ts';
+import { appPath, consoleKit, encodeOriginal, operatorOf, overNow, postedOriginal, reasonOf, single, userPath } from './kit.ts';
+import { changedKeys, changesOf, PROFILE_KEYS, postedProfile, profileOf } from './user-form.ts';
 
 /** How many users a search lists, and events a page. */
 const USERS_SHOWN = 50;
@@ -232,7 +232,7 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
         action: `${userPath(user.username)}/profile`,
         values,
         version: userEtag(user),
-        original: encodeProfile(profileOf(user)),
+        original: encodeOriginal(profileOf(user)),
         error,
         invalidField,
       }),
@@ -245,7 +245,7 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     const form = rawForm(request);
     const user = await findUser(deps, named(request));
     const values = postedProfile(form);
-    const original = decodeProfile(single(form, 'original', 64 * 1024)) ?? profileOf(user);
+    const original = postedOriginal(form, PROFILE_KEYS) ?? profileOf(user);
     // Only what the operator changed is sent; the version read refuses it all if someone changed the person meanwhile.
     const changed = changedKeys(values, original);
     if (changed.length === 0) return backToUser(reply, user.username, 'profile');
@@ -257,7 +257,7 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
       if (error.kind === 'stale') {
         // RFC 9110 §13.1.1: refused; the form again at the current version, this operator's changes over it.
         const current = await findUser(deps, user.username);
-        const merged = { ...profileOf(current), ...Object.fromEntries(changed.map((key) => [key, values[key]!])) };
+        const merged = overNow(profileOf(current), values, changed);
         return profileForm(request, reply, 409, current, merged, ui.t.html('console.user.stale'));
       }
       return profileForm(request, reply, MANAGE_STATUS[error.kind], user, values, reasonOf(ui, error), error.field);

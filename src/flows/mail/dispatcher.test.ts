@@ -14,18 +14,20 @@ import { MailDispatcher } from './dispatcher.ts';
 import { mailOutbox, type MailMessage, type MailOutbox } from './outbox.ts';
 import type { Outgoing } from './smtp.ts';
 
-/** A mail server that refuses the first `refusals` tries of each message, then takes them. */
+/** A mail server that refuses the first `refusals` tries of each message (with `refusal`'s error), then takes them. */
 class PlayedServer {
   readonly sent: Outgoing[] = [];
   readonly tries = new Map<string, number>();
   readonly refusals: number;
-  constructor(refusals: number) {
+  readonly refusal: () => Error;
+  constructor(refusals: number, refusal = () => new Error('451 4.3.0 try again later')) {
     this.refusals = refusals;
+    this.refusal = refusal;
   }
   send = async (message: Outgoing): Promise<void> => {
     const tries = (this.tries.get(message.messageId) ?? 0) + 1;
     this.tries.set(message.messageId, tries);
-    if (tries <= this.refusals) throw new Error('451 4.3.0 try again later');
+    if (tries <= this.refusals) throw this.refusal();
     this.sent.push(message);
   };
   close = (): void => {};
@@ -122,22 +124,60 @@ describe('the mail dispatcher', () => {
     assert.equal((await delivery(mail)).attempts, 3);
   });
 
-  it('gives a message the server never takes up after its retry window: a dead letter, an event and a warning', async (t) => {
-    const server = new PlayedServer(Number.POSITIVE_INFINITY);
+  /** A message to `address` that `server` never takes, given up after a second: its dead delivery, its one mail.dead_lettered event and its warning. */
+  async function deadLetter(t: TestContext, server: PlayedServer, address: string) {
     const running = dispatcher(t, server, 1);
-    const mail = await queued(message('margaret@example.com'));
+    const mail = await queued(message(address));
     const { id } = mail;
     running.wake();
     await until('the dead letter', async () => (await delivery(mail)).state === 'dead');
-    const dead = await delivery(mail);
-    assert.match(dead.lastError ?? '', /451 4\.3\.0/);
-    assert.ok(dead.attempts > 1, `tried ${dead.attempts} times`);
     // The event follows the dead letter's write (the worker settles, then tells the kind): waited for, not assumed there already.
     const events = async () =>
       (await world.store.events.list({ limit: 50 })).filter((event) => event.type === 'mail.dead_lettered' && event.detail['mail'] === id);
     await until('the mail.dead_lettered event', async () => (await events()).length > 0);
-    assert.equal((await events()).length, 1, 'one event');
-    assert.ok(warnings.some((warning) => warning['mail'] === id));
+    const [event, ...more] = await events();
+    assert.equal(more.length, 0, 'one event');
+    const warning = warnings.find((logged) => logged['mail'] === id);
+    assert.ok(warning, 'a warning');
+    return { dead: await delivery(mail), event: event!, warning };
+  }
+
+  it('gives a message the server never takes up after its retry window: a dead letter, an event and a warning', async (t) => {
+    const server = new PlayedServer(Number.POSITIVE_INFINITY);
+    const { dead, event } = await deadLetter(t, server, 'margaret@example.com');
+    assert.match(dead.lastError ?? '', /451 4\.3\.0/);
+    assert.equal(event.detail['last_error'], dead.lastError);
+    assert.ok(dead.attempts > 1, `tried ${dead.attempts} times`);
     assert.equal(server.sent.length, 0);
   });
+
+  // What Postfix and postgrey answer, as nodemailer reports it: its words, then the server's reply.
+  const rejected = "Can't send mail - all recipients were rejected: 450 4.2.0 <Margaret@Example.com>: Recipient address rejected";
+  const refusals: [string, () => Error, RegExp][] = [
+    ['a plain error', () => new Error(rejected), /^Can't send mail - all recipients were rejected: 450 4\.2\.0 <\[address\]>: Recipient address rejected$/],
+    [
+      "nodemailer's error, with its code, reply and command",
+      () => {
+        const reply = '450 4.2.0 <margaret@example.com>: Recipient address rejected: Greylisted, see http://postgrey.schweikert.ch/help/example.com.html';
+        return Object.assign(new Error(`Can't send mail - all recipients were rejected: ${reply}`), {
+          code: 'EENVELOPE',
+          response: reply,
+          responseCode: 450,
+          command: 'RCPT TO',
+        });
+      },
+      /^Can't send mail - all recipients were rejected: 450 4\.2\.0 <\[address\]>: Recipient address rejected: Greylisted, see http:\/\/postgrey\.schweikert\.ch\/help\/\[domain\]\.html \(EENVELOPE, RCPT TO\)$/,
+    ],
+  ];
+  for (const [what, refusal, kept] of refusals) {
+    it(`keeps the recipient out of a refusal's text (${what}): the last error, the warning and the event say why, never to whom`, async (t) => {
+      const { dead, event, warning } = await deadLetter(t, new PlayedServer(Number.POSITIVE_INFINITY, refusal), 'margaret@example.com');
+      assert.match(dead.lastError ?? '', kept);
+      const told = { 'the last error': dead.lastError ?? '', 'the warning': JSON.stringify(warning), "the event's detail": JSON.stringify(event.detail) };
+      for (const [where, text] of Object.entries(told)) {
+        assert.match(text, /450 4\.2\.0/, where);
+        assert.doesNotMatch(text, /margaret|example\.com/i, where);
+      }
+    });
+  }
 });

@@ -18,7 +18,7 @@ import type { Events } from '../../core/events.ts';
 import type { Store } from '../../store/types.ts';
 import { type DeliveryKind, type DeliveryObserver, OutboxWorker, type TurnBudget, workerDeps } from '../outbox/worker.ts';
 import type { MailMessage, MailOutbox } from './outbox.ts';
-import type { MailTransport, Outgoing } from './smtp.ts';
+import { type MailTransport, type Outgoing, smtpFailure } from './smtp.ts';
 
 /** How long stopping waits for a message being handed over: a try cannot be ended halfway through SMTP. */
 const STOP_WAIT_MS = 1000;
@@ -45,14 +45,16 @@ export function mailKind(deps: MailDispatcherDeps): DeliveryKind<'mail'> {
     kind: 'mail',
     key: (mail) => ({ queue: mail.id, item: mail.id }),
     open: async () => async (mail) => {
+      let recipient: string | null = null;
       try {
         if (mail.message === null) throw new Error('the message is gone');
         const message = deps.outbox.open(mail.id, mail.message);
+        recipient = message.to.address;
         // The same Message-ID on every try: a server that took it once may drop the copy.
         await deps.transport.send({ ...deps.render(message), to: message.to, messageId: `<${mail.id}@${deps.host}>` });
         return { kind: 'delivered', status: null, eventAt: mail.queuedAt };
       } catch (caught) {
-        return { kind: 'failed', status: null, error: caught instanceof Error ? caught.message : String(caught) };
+        return { kind: 'failed', status: null, error: smtpFailure(caught, recipient) };
       }
     },
     async deadLetter(mail, error) {

@@ -7,7 +7,8 @@
  * over as the outbox gave it, no value of it read as a command, a header of its own, a file or
  * a URL; the host's name in EHLO and the URL's user name and password, decoded, in AUTH;
  * STARTTLS required, tried, or never; `smtps://` in TLS from the first byte; the default
- * ports; and a server that never greets given up after the timeout.
+ * ports; a server that never greets given up after the timeout; and a failed try told
+ * without the recipient's address or domain.
  *
  * mail/dispatcher.test.ts plays the transport to check the retries; test/recovery.test.ts and
  * test/sign-up.test.ts send real messages from a running server through the helper's server.
@@ -19,7 +20,7 @@ import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { loadConfig } from '../../config/index.ts';
 import type { MailSettings } from '../../config/types.ts';
 import { startSmtpServer, type TestSmtpServer } from '../../../test/helpers/smtp.ts';
-import { type Outgoing, smtpTransport } from './smtp.ts';
+import { type Outgoing, smtpFailure, smtpTransport } from './smtp.ts';
 
 /** The issuer's host: what Tessera calls itself in EHLO. */
 const HOST = 'auth.example.com';
@@ -308,5 +309,17 @@ describe('the SMTP transport (flows/mail/smtp.ts)', () => {
     assert.match(ipv6.url, /^smtp:\/\/\[::1\]:\d+$/);
     assert.equal(await send(settings({ TESSERA_SMTP_URL: ipv6.url, TESSERA_SMTP_STARTTLS: 'off' })), 'sent');
     assert.equal(ipv6.seen.mail.length, 1);
+  });
+});
+
+describe('a failed try in words (smtpFailure)', () => {
+  it("replaces every address and the recipient's domain, written as given or in ASCII, but not a longer name ending in it", () => {
+    const said = (message: string, recipient: string) => smtpFailure(Object.assign(new Error(message), { code: 'EENVELOPE', command: 'RCPT TO' }), recipient);
+    assert.equal(
+      said('450 <Ada@Example.com>: rejected, see http://postgrey.example.net/help/EXAMPLE.COM.html via smtp.example.com', 'ada@example.com'),
+      '450 <[address]>: rejected, see http://postgrey.example.net/help/[domain].html via smtp.example.com (EENVELOPE, RCPT TO)',
+    );
+    assert.equal(said('550 bücher.example and xn--bcher-kva.example refused', 'ada@bücher.example'), '550 [domain] and [domain] refused (EENVELOPE, RCPT TO)');
+    assert.equal(smtpFailure('refused ada@example.com', null), 'refused [address]');
   });
 });

@@ -4,6 +4,7 @@
  * (RFC 2047), and the outbox has already refused an address with a line break in it
  * (./outbox.ts), so no value reaches the conversation as a command or a header of its own.
  */
+import { domainToASCII } from 'node:url';
 import type { Transporter } from 'nodemailer';
 import type { MailSettings } from '../../config/types.ts';
 
@@ -64,4 +65,33 @@ export function smtpTransport(settings: MailSettings, name: string): MailTranspo
     },
     close: () => void transport?.then((opened) => opened.close()),
   };
+}
+
+/**
+ * Anything shaped like an e-mail address in a server's reply: a run around an `@` without the
+ * characters the outbox refuses in an address (outbox.ts), so the recipient's own is always one.
+ */
+const ANY_ADDRESS = /[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+/gu;
+
+/**
+ * Why a try failed, as the delivery's last error, the warning and `mail.dead_lettered` keep it:
+ * nodemailer's words, the server's reply it appends ("...: 450 4.1.2 <…>: Recipient address
+ * rejected"), its code and the command refused. Relays name the recipient in their replies
+ * (Postfix quotes the address; postgrey's help link names its domain), and the address is sealed
+ * in the outbox so that none of these shows it (docs/mail.md): every address in the text, and
+ * the recipient's domain as written or in ASCII (IDNA), become a placeholder.
+ */
+export function smtpFailure(caught: unknown, recipient: string | null): string {
+  let text = (caught instanceof Error ? caught.message : String(caught)).replace(ANY_ADDRESS, '[address]');
+  const domain = recipient?.slice(recipient.lastIndexOf('@') + 1) ?? '';
+  for (const written of new Set([domain, domainToASCII(domain)])) {
+    if (written === '') continue;
+    // The whole name only: smtp.example.com stays when the recipient is at example.com.
+    const name = new RegExp(`(?<![\\p{L}\\p{N}.-])${written.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}(?![\\p{L}\\p{N}-])`, 'giu');
+    text = text.replace(name, '[domain]');
+  }
+  if (!(caught instanceof Error)) return text;
+  const { code, command } = caught as { code?: unknown; command?: unknown };
+  const where = [code, command].filter((part) => typeof part === 'string' && part !== '');
+  return where.length === 0 ? text : `${text} (${where.join(', ')})`;
 }

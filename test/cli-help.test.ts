@@ -71,8 +71,18 @@ describe('tessera help and one-line mistakes', () => {
     );
     assertOneLine(
       await runTessera(['serve', '--port', '9999'], env),
-      /^tessera: unknown option --port \(it is a setting: PORT=9999 in the environment\); run `tessera help serve`$/,
+      /^tessera: unknown option --port \(it is a setting: PORT=\.\.\. in the environment\); run `tessera help serve`$/,
     );
+    // The value typed is never repeated: a setting's may be a secret, and standard error is kept in logs.
+    for (const [args, setting] of [
+      [['serve', '--smtp-url', 'smtps://u:S3cret@h'], 'TESSERA_SMTP_URL'],
+      [['serve', '--smtp-url=smtps://u:S3cret@h'], 'TESSERA_SMTP_URL'],
+      [['serve', '--key-encryption-key', 'S3cretKeyMaterial'], 'TESSERA_KEY_ENCRYPTION_KEY'],
+    ] as const) {
+      const refused = await runTessera(args, env);
+      assertOneLine(refused, new RegExp(`^tessera: unknown option --[a-z-]+ \\(it is a setting: ${setting}=\\.\\.\\. in the environment\\)`));
+      assert.doesNotMatch(refused.stderr + refused.stdout, /S3cret/);
+    }
     assertOneLine(await runTessera(['user', 'add', '--username'], env), /^tessera: option --username needs a value; run `tessera help user`$/);
     assertOneLine(await runTessera(['help', 'clients'], env), /^tessera: no command "clients" \(did you mean `tessera client`\?\); run `tessera help`$/);
   });

@@ -71,15 +71,12 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: s
       // A secret is never an argument (it would sit in the shell's history and in ps).
       if (Object.hasOwn(options, `${name}-stdin`))
         throw new UsageError(`unknown option ${option} (did you mean --${name}-stdin? it is read from standard input, never taken as an argument)`);
-      // Settings come from the environment, never from options (`serve --port`).
+      // Settings come from the environment, never from options (`serve --port`). The value
+      // typed is not repeated: it may be a secret (--smtp-url with its password, the key
+      // encryption key), and standard error goes to journald and container logs.
       const upper = name.toUpperCase().replaceAll('-', '_');
       const settingName = [upper, `TESSERA_${upper}`].find((candidate) => SETTINGS.some((entry) => entry.name === candidate));
-      if (settingName !== undefined) {
-        const value = args[args.indexOf(option) + 1];
-        throw new UsageError(
-          `unknown option ${option} (it is a setting: ${settingName}=${value !== undefined && !value.startsWith('-') ? value : '...'} in the environment)`,
-        );
-      }
+      if (settingName !== undefined) throw new UsageError(`unknown option ${option} (it is a setting: ${settingName}=... in the environment)`);
       const near = closest(name, Object.keys(options));
       throw new UsageError(`unknown option ${option}${near ? ` (did you mean --${near}?)` : ''}`);
     }

@@ -80,7 +80,8 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
   }
 
   async function callback(url: URL): Promise<URL> {
-    const page = await new FormBrowser(server.url).authorize(url.href, user);
+    const browser = new FormBrowser(server.url);
+    const page = await browser.authorize(url.href, user);
     assert.ok(page.location?.startsWith(REDIRECT_URI), `${page.status} ${page.location} ${page.html.slice(0, 300)}`);
     return new URL(page.location!);
   }
@@ -299,7 +300,8 @@ describe('removing an API ends the access granted to it at once', () => {
     const user = await server.addUser();
     const config = await discover(server, client);
     const { url, verifier } = await pkceRequest(config, { scope: 'openid offline_access photos:read', resource: PHOTOS, state: 's' });
-    const page = await new FormBrowser(server.url).authorize(url.href, user);
+    const browser = new FormBrowser(server.url);
+    const page = await browser.authorize(url.href, user);
     const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: 's' });
     assert.equal(
       (await postForm(`${server.url}/oauth/introspect`, { token: tokens.access_token }, { authorization: basic(PHOTOS, secret) })).body['active'],
@@ -332,5 +334,26 @@ describe('removing an API ends the access granted to it at once', () => {
       asClient,
     );
     assert.equal(stillRefused.body['error'], 'invalid_target');
+
+    // Nor does the remembered consent, nor the client's registration: both named the scope of
+    // the API removed, not the API that has the name now.
+    assert.deepEqual((await server.store.clients.get(client.clientId))?.scopes, ['openid', 'offline_access']);
+    const allowed = await runTessera(['client', 'update', client.clientId, '--scope', 'openid offline_access photos:read'], env);
+    assert.equal(allowed.code, 0, allowed.stderr);
+    const asked = await pkceRequest(config, { scope: 'openid photos:read', resource: PHOTOS, state: 't' });
+    const approval = await browser.request(asked.url.href);
+    assert.equal(approval.status, 200, `the approval page, not ${approval.status} ${approval.location ?? ''}`);
+    assert.match(approval.html, />Approve<\/button>/);
+    assert.match(approval.html, /See your photos/);
+    // A sign-in the consent still covers renews it: the old refresh token stays without the new API.
+    const covered = await browser.request((await pkceRequest(config, { scope: 'openid', state: 'u' })).url.href);
+    assert.equal(covered.status, 303);
+    assert.ok(new URL(covered.location!).searchParams.has('code'), covered.location!);
+    const afterRenewal = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, resource: PHOTOS },
+      asClient,
+    );
+    assert.equal(afterRenewal.body['error'], 'invalid_target', JSON.stringify(afterRenewal.body));
   });
 });

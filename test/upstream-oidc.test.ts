@@ -11,6 +11,7 @@ import { createServer } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
+import { hashSecret, randomToken } from '../src/core/crypto.ts';
 import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
@@ -185,6 +186,93 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal(tokens.claims()?.sub, (await downstream.store.users.findByUsername('ada'))?.id);
     assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada@example.com').length, 1);
     await page.context().close();
+  });
+
+  it("asks the provider for a new sign-in where one is needed, and dates the session by the provider's auth_time, never by its answer", async () => {
+    // Rosa signed in upstream two hours ago, and that browser is still signed in there. (Two
+    // cookie jars: a browser shares 127.0.0.1's cookies between the two servers' ports.)
+    const rosa = await upstream.addUser({ username: 'rosa', password: 'rosa password 1', email: 'rosa@example.com', profile: { emailVerified: true } });
+    const there = new FormBrowser(upstream.url);
+    const value = randomToken(32);
+    const twoHoursAgo = Date.now() - 2 * 3600_000;
+    await upstream.store.sessions.create({
+      idHash: hashSecret(value),
+      sid: randomToken(16),
+      userId: rosa.id,
+      authTime: twoHoursAgo,
+      createdAt: twoHoursAgo,
+      expiresAt: Date.now() + 3600_000,
+      amr: ['pwd'],
+      ip: '127.0.0.1',
+      userAgent: null,
+    });
+    there.cookies.set('tessera_session', value);
+    /** From `start` at Acme to the upstream and back: what the upstream was asked, and Acme's answer. */
+    const roundTrip = async (acme: FormBrowser, start: string, changeOnTheWay: (upstreamUrl: URL) => void = () => {}) => {
+      const out = await acme.request(start);
+      assert.equal(out.status, 303, out.html.slice(0, 300));
+      const asked = new URL(out.location!);
+      const sent = new URL(asked);
+      changeOnTheWay(sent);
+      let answer = await there.follow(await there.request(sent.href));
+      // Asked for a new sign-in, the upstream shows its sign-in page: Rosa types her password.
+      const signedInAgain = answer.status === 200;
+      if (signedInAgain) answer = await there.follow(await there.submit(answer, '/login', { username: rosa.username, password: rosa.password }));
+      assert.ok(answer.location?.startsWith(callbackOf('upstream')), `the upstream answered ${answer.status}: ${answer.html.slice(0, 300)}`);
+      return { asked, signedInAgain, back: await acme.request(answer.location!) };
+    };
+    /** Whether Acme lets this browser set up one-time codes, which needs a recent sign-in. */
+    const maySetUpCodes = async (acme: FormBrowser) => {
+      await acme.request('/account');
+      const setUp = await acme.request('/account/totp/setup', { form: { csrf_token: acme.cookies.get('tessera_csrf')! } });
+      assert.ok(setUp.status === 200 || setUp.status === 403, `${setUp.status} ${setUp.html.slice(0, 300)}`);
+      return setUp.status === 200;
+    };
+    const sessionOf = (acme: FormBrowser) => downstream.store.sessions.get(hashSecret(acme.cookies.get('tessera_session') ?? ''), Date.now());
+
+    // The account page's link to sign in again (/login?prompt=login): the provider's button
+    // asks for a new sign-in, and the upstream is sent prompt=login and max_age=0.
+    const acme = new FormBrowser(downstream.url);
+    const page = await acme.request('/login?prompt=login&return_to=%2Faccount');
+    const button = /<a class="button" href="([^"]+)">Continue with Upstream ID<\/a>/.exec(page.html)?.[1]?.replace(/&amp;/g, '&');
+    assert.equal(button, '/login/upstream/upstream?return_to=%2Faccount&max_age=0');
+    // So does an app's request that asks for one (OIDC Core §3.1.2.1), passing on its max_age.
+    for (const [extra, sent] of [
+      [{ prompt: 'login' }, '0'],
+      [{ max_age: '300' }, '300'],
+    ] as const) {
+      const asked = await new FormBrowser(downstream.url).request((await authorize(extra)).url.href);
+      assert.match(asked.html, new RegExp(`href="/login/upstream/upstream\\?[^"]*&amp;max_age=${sent}"`), JSON.stringify(extra));
+    }
+
+    // A provider that ignores the request answers with its two-hour-old sign-in: refused,
+    // since that is not the new one asked for (OIDC Core §3.1.3.7, auth_time and max_age).
+    const ignored = await roundTrip(new FormBrowser(downstream.url), button, (upstreamUrl) => {
+      assert.deepEqual([upstreamUrl.searchParams.get('prompt'), upstreamUrl.searchParams.get('max_age')], ['login', '0']);
+      upstreamUrl.searchParams.delete('prompt');
+      upstreamUrl.searchParams.delete('max_age');
+    });
+    assert.equal(ignored.signedInAgain, false);
+    assert.equal(ignored.back.status, 502);
+    assert.match(ignored.back.html, /The answer from Upstream ID could not be verified/);
+    assert.match(String((await failures('invalid_response')).at(0)?.detail['upstream']), /auth_time|authentication/);
+
+    // Whoever drops max_age from the button's address is signed in by the upstream's session
+    // without a word, as of when that session signed in: too long ago to change the account.
+    const silent = new FormBrowser(downstream.url);
+    const unasked = await roundTrip(silent, '/login/upstream/upstream?return_to=%2Faccount');
+    assert.equal(unasked.signedInAgain, false);
+    assert.equal(unasked.back.status, 200);
+    assert.equal((await sessionOf(silent))?.authTime, Math.floor(twoHoursAgo / 1000) * 1000, "the upstream's auth_time");
+    assert.equal(await maySetUpCodes(silent), false, 'a second factor is not set up from a two-hour-old sign-in');
+
+    // The button as it is: the upstream asks for the password though signed in, and the new
+    // sign-in may change the account.
+    const again = await roundTrip(acme, button);
+    assert.equal(again.signedInAgain, true, 'the upstream asked for the password');
+    assert.equal(again.back.status, 200);
+    assert.ok(Date.now() - (await sessionOf(acme))!.authTime < 60_000, 'a sign-in made now');
+    assert.equal(await maySetUpCodes(acme), true);
   });
 
   it('counts the upstream\'s "mfa" as a second factor only when the operator trusts the provider to say so', async () => {

@@ -85,6 +85,11 @@ describe('RFC 8707 resource indicators', () => {
     const later = { resources: { list: async () => [api('https://photos.example', ['photos:read'], 20)] } } as never;
     assert.equal(await outcome(() => tokenTarget(later, { scope: ['openid', 'photos:read'], createdAt: 10 }, undefined)), 'invalid_target');
     assert.deepEqual(describeAccess(new ResourceCatalog([api('https://photos.example', ['photos:read'], 20)]), ['openid', 'photos:read'], 10).apis, []);
+    // A refresh token's scope whose grant, renewed since, no longer holds it: its API was removed.
+    const renewed = { scope: ['openid', 'photos:read'], createdAt: 30 };
+    assert.equal((await tokenTarget(later, { ...renewed, held: ['openid', 'photos:read'] }, undefined)).resource?.identifier, 'https://photos.example');
+    assert.equal(await outcome(() => tokenTarget(later, { ...renewed, held: ['openid'] }, undefined)), 'invalid_target');
+    assert.equal(await outcome(() => tokenTarget(later, { ...renewed, held: ['openid'] }, 'https://photos.example')), 'invalid_target');
   });
 
   it('describes the access asked for: OpenID scopes, then each API by name', () => {

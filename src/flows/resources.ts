@@ -146,17 +146,24 @@ export interface TokenTarget {
 }
 
 /**
+ * What tokens are issued from: a scope approved at `createdAt` (a grant, a code, a refresh
+ * token's), and `held`, the scope its grant holds now where that may be less (a refresh
+ * token's: its API scopes leave the grant when their API is removed).
+ */
+export type ApprovedScope = Pick<GrantRecord, 'scope' | 'createdAt'> & { readonly held?: readonly string[] };
+
+/**
  * The APIs a grant covers: those whose scopes it holds, registered before it was approved
  * (an API removed and registered again is not covered by grants made before). `removed` is
- * true when some of its API scopes no longer name a live API.
+ * true when some of its API scopes no longer name a live API, or are no longer held.
  */
-export function grantedResources(catalog: ResourceCatalog, grant: Pick<GrantRecord, 'scope' | 'createdAt'>): { resources: ResourceRecord[]; removed: boolean } {
+export function grantedResources(catalog: ResourceCatalog, grant: ApprovedScope): { resources: ResourceRecord[]; removed: boolean } {
   const resources: ResourceRecord[] = [];
   let removed = false;
   for (const value of grant.scope) {
     if (isOpenIdScope(value)) continue;
     const owner = catalog.ownerOf(value);
-    if (!owner || owner.createdAt > grant.createdAt) removed = true;
+    if (!owner || owner.createdAt > grant.createdAt || (grant.held !== undefined && !grant.held.includes(value))) removed = true;
     else if (!resources.includes(owner)) resources.push(owner);
   }
   return { resources, removed };
@@ -171,7 +178,7 @@ export function grantedResources(catalog: ResourceCatalog, grant: Pick<GrantReco
  */
 export async function tokenTarget(
   store: Pick<Store, 'resources' | 'grants'>,
-  grant: Pick<GrantRecord, 'scope' | 'createdAt'>,
+  grant: ApprovedScope,
   resourceParam: string | undefined,
   requestedScope?: readonly string[],
 ): Promise<TokenTarget> {

@@ -202,6 +202,7 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
             returnTo: ACCOUNT_PATH,
             notice: ui.t.text('account.email.signInAgain', { minutes: Math.round(deps.config.secondFactor.accountReauthenticate / 60) }),
             username: signedIn.user.username,
+            maxAge: 0,
           },
           { user: signedIn.user.locale },
         );

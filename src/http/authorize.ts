@@ -176,6 +176,10 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
           uiLocales,
           loginHint: typeof requestParams['login_hint'] === 'string' ? requestParams['login_hint'] : null,
           domainHint: typeof requestParams['domain_hint'] === 'string' ? requestParams['domain_hint'] : null,
+          // What the request asked of the sign-in, asked of a provider in turn (the ID token's
+          // auth_time is the provider's): a new one for prompt=login (select_account is
+          // answered as login), one within max_age.
+          maxAge: authorization.prompt.includes('login') || authorization.prompt.includes('select_account') ? 0 : authorization.maxAge,
         });
       }
       case 'approve':

@@ -36,14 +36,15 @@ export interface Pages {
   signIn(request: FastifyRequest, reply: FastifyReply, status: number, view: SignInPageView, hints?: PageHints): Promise<FastifyReply>;
   /**
    * The sign-in form a flow leads to; `client`: the app it continues to, named on the page
-   * and carried through the sign-in to the events that record it.
+   * and carried through the sign-in to the events that record it; `hints`: the request's
+   * languages, who is expected, and how recent the sign-in must be (SignInView `maxAge`).
    */
   signInFor(
     request: FastifyRequest,
     reply: FastifyReply,
     returnTo: string,
     client: ClientRecord,
-    hints?: PageHints & { readonly loginHint?: string | null; readonly domainHint?: string | null },
+    hints?: PageHints & { readonly loginHint?: string | null; readonly domainHint?: string | null; readonly maxAge?: number | null },
   ): Promise<FastifyReply>;
   /**
    * Before an approval page: a session whose sign-in the policy (flows/second-factor/policy.ts)
@@ -82,7 +83,9 @@ export function pagesFor(deps: AppDeps): Pages {
     const routed = await providerForDomain(deps.store, providers, domain);
     const straightTo = routed ?? only;
     if (straightTo && !view.error && !view.notice && !view.setUp) {
-      return reply.header('Cache-Control', 'no-store').redirect(upstreamStartUrl(straightTo.id, view.returnTo, view.clientId, routed ? loginHint : null), 303);
+      return reply
+        .header('Cache-Control', 'no-store')
+        .redirect(upstreamStartUrl(straightTo.id, view.returnTo, { clientId: view.clientId, loginHint: routed ? loginHint : null, maxAge: view.maxAge }), 303);
     }
     return send(
       reply,
@@ -109,7 +112,14 @@ export function pagesFor(deps: AppDeps): Pages {
         request,
         reply,
         200,
-        { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null, domainHint: hints?.domainHint ?? null },
+        {
+          returnTo,
+          clientName: client.name,
+          clientId: client.id,
+          loginHint: hints?.loginHint ?? null,
+          domainHint: hints?.domainHint ?? null,
+          maxAge: hints?.maxAge ?? null,
+        },
         hints,
       ),
     refuseApproval: (request, reply, client, session, returnTo, requestedAcr = null, member) => {

@@ -205,6 +205,8 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
           returnTo: here,
           clientName: sp.name ?? sp.entityId,
           clientId: null,
+          // ForceAuthn: a sign-in made now, which a provider is asked for too.
+          maxAge: pending.forceAuthn ? 0 : null,
           ...(notice === undefined ? {} : { notice, setUp: true }),
         });
       }

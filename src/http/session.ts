@@ -78,6 +78,15 @@ export function checkCsrf(config: Config, request: FastifyRequest, submitted: un
 const RETURN_BASE = new URL('http://tessera.invalid/');
 
 /**
+ * The `max_age` a sign-in page passed on (ui/pages.ts `upstreamStartUrl`, the sign-in form):
+ * seconds, as the authorization request's (OIDC Core §3.1.2.1); null when there is none or it
+ * is not a number. Whoever drops it only gets a session no more recent than the provider says.
+ */
+export function signInMaxAge(value: unknown): number | null {
+  return typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : null;
+}
+
+/**
  * A same-server path to return to after sign-in; anything else, and anything with a control
  * or non-ASCII character in it, falls back to `/`. The value
  * is resolved as a browser resolves the Location header it ends up in (WHATWG URL: tabs and

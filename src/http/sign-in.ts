@@ -16,7 +16,7 @@ import { signInClientRecord } from './audit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
 import { allowClientTargets } from './security.ts';
-import { browserOf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUser } from './session.ts';
+import { browserOf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUser, signInMaxAge } from './session.ts';
 
 /** The sign-in form every flow leads to, and signing out. */
 export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
@@ -26,9 +26,12 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const returnTo = safeReturnTo(query['return_to']);
     const signedIn = await signedInUser(deps, request);
     // `prompt=login` (as OIDC Core §3.1.2.1 names it): the page though the browser is signed in,
-    // for a change that asks for a recent sign-in (the account page links here).
-    if (signedIn && query['prompt'] !== 'login') return reply.redirect(returnTo, 303);
-    return pages.signIn(request, reply, 200, signedIn ? { returnTo, username: signedIn.user.username } : { returnTo });
+    // for a change that asks for a recent sign-in (the account page links here); a provider
+    // is asked for a new sign-in too (max_age=0).
+    const again = query['prompt'] === 'login';
+    if (signedIn && !again) return reply.redirect(returnTo, 303);
+    const maxAge = again ? 0 : null;
+    return pages.signIn(request, reply, 200, signedIn ? { returnTo, username: signedIn.user.username, maxAge } : { returnTo, maxAge });
   });
 
   app.post(SIGN_IN_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
@@ -39,15 +42,16 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const password = typeof form['password'] === 'string' ? form['password'] : '';
     const client = await signInClientRecord(deps, form);
     const clientId = client?.id ?? null;
-    // The page shown again still says which app it continues to.
+    const maxAge = signInMaxAge(form['max_age']);
+    // The page shown again still says which app it continues to, and how recent a sign-in it needs.
     const ui = pages.ui(request);
     const { t } = ui;
     const page = (status: number, error: string) =>
-      pages.signIn(request, reply, status, { returnTo, clientId, clientName: client?.name, error, username: rawUsername.slice(0, 256) });
+      pages.signIn(request, reply, status, { returnTo, clientId, clientName: client?.name, error, username: rawUsername.slice(0, 256), maxAge });
 
     // A provider that is the only way in takes no password here: the person is sent to it.
     const only = await onlyProvider(deps);
-    if (only !== null) return reply.redirect(upstreamStartUrl(only.id, returnTo, clientId), 303);
+    if (only !== null) return reply.redirect(upstreamStartUrl(only.id, returnTo, { clientId, maxAge }), 303);
 
     // An address typed in a routed domain (an organization's verified one) is sent on to its
     // provider, the address its login_hint: decided by the domain alone, before any password
@@ -60,7 +64,11 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
       return pages.send(
         reply,
         200,
-        routedSignInPage(ui, { domain: emailDomain(address)!, provider: routed.name, href: upstreamStartUrl(routed.id, returnTo, clientId, address) }),
+        routedSignInPage(ui, {
+          domain: emailDomain(address)!,
+          provider: routed.name,
+          href: upstreamStartUrl(routed.id, returnTo, { clientId, loginHint: address, maxAge }),
+        }),
       );
     }
     const known = cookieNames(deps.config).knownBrowser;

@@ -12,7 +12,7 @@ import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
 import { allowClientTargets } from './security.ts';
-import { browserOf, checkCsrf, cookieNames, cookiePort, csrfToken, safeReturnTo } from './session.ts';
+import { browserOf, checkCsrf, cookieNames, cookiePort, csrfToken, safeReturnTo, signInMaxAge } from './session.ts';
 
 /** What a refused sign-in through a provider answers: its status and the person's words. */
 const REFUSALS: Readonly<Record<UpstreamRefusal, { readonly status: number; readonly message: MessageKey }>> = {
@@ -91,8 +91,9 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     const returnTo = safeReturnTo(query['return_to']);
     const client = await signInClientRecord(deps, query);
     const loginHint = typeof query['login_hint'] === 'string' ? query['login_hint'].slice(0, 320) : null;
+    const maxAge = signInMaxAge(query['max_age']);
     const continuation = { returnTo, clientId: client?.id ?? null };
-    const start = await startUpstream(forRequest(deps, request), browserOf(deps, request, reply), params(request).id, continuation, { loginHint });
+    const start = await startUpstream(forRequest(deps, request), browserOf(deps, request, reply), params(request).id, continuation, { loginHint, maxAge });
     if (start.kind === 'redirect') return reply.header('Cache-Control', 'no-store').redirect(start.url, 303);
     if (start.kind === 'refused') return refused(request, reply, start.reason, start.provider, continuation);
     return directoryPage(request, reply, 200, { id: start.provider.id, name: start.provider.name, returnTo, client });

@@ -96,6 +96,11 @@ export interface UpstreamLoginRecord {
   readonly returnTo: string;
   /** The application the sign-in continues to, for the audit trail. */
   readonly clientId: string | null;
+  /**
+   * The `max_age` the provider was sent (OIDC Core §3.1.2.1), seconds; 0 with `prompt=login`:
+   * the ID token's `auth_time` must be that recent. Null: the sign-in was not asked to be a new one.
+   */
+  readonly maxAge: number | null;
   readonly createdAt: number;
   readonly expiresAt: number;
 }

@@ -1486,6 +1486,17 @@ const eventIndexes: Migration = {
   ],
 };
 
+/**
+ * Version 49 (signing in again through a provider): the `max_age` a sign-in under way sent its
+ * OpenID provider (OIDC Core §3.1.2.1), which the ID token's `auth_time` must meet when the
+ * browser comes back; null for a sign-in not asked to be a new one, as every one before this.
+ */
+const upstreamMaxAge: Migration = {
+  version: 49,
+  name: 'upstream max_age',
+  statements: [(t) => `ALTER TABLE upstream_logins ADD COLUMN max_age ${t.integer}`],
+};
+
 /** Every migration, oldest first. */
 export const migrations: readonly Migration[] = [
   initial,
@@ -1530,4 +1541,5 @@ export const migrations: readonly Migration[] = [
   outboxCursors,
   writesInPlace,
   eventIndexes,
+  upstreamMaxAge,
 ];

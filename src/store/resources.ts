@@ -55,6 +55,10 @@ export interface ResourceStore {
    * another resource has one of the names.
    */
   update(identifier: string, changes: ResourceChanges): Promise<boolean>;
-  /** Removes the resource and its scopes; false when there was none. */
+  /**
+   * Removes the resource and its scopes, and takes its scope names out of every grant's scope
+   * and every client's registered scopes; false when there was none. Several writes: call it
+   * inside `Store.transaction`.
+   */
   remove(identifier: string): Promise<boolean>;
 }

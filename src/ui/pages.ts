@@ -197,6 +197,13 @@ export interface SignInView {
   readonly forgot?: boolean | undefined;
   /** Link to "Create an account" (TESSERA_SIGN_UP=open). */
   readonly signUp?: boolean | undefined;
+  /**
+   * The sign-in must be a new one, at most this many seconds old (0: made now), as
+   * `prompt=login` or `max_age` (OIDC Core §3.1.2.1), or a change that needs a recent sign-in,
+   * asks: the providers' buttons (and the form, for the provider an address routes to) ask
+   * the provider for it too, whose own session would otherwise answer without a new sign-in.
+   */
+  readonly maxAge?: number | null | undefined;
 }
 
 /** A button of the sign-in page: an upstream provider by its id and name. */
@@ -205,21 +212,29 @@ export interface SignInProvider {
   readonly name: string;
 }
 
-/** Where a provider's button leads: its sign-in, carrying where to go after it. */
-export function upstreamStartUrl(providerId: string, returnTo: string, clientId?: string | null, loginHint?: string | null): string {
+/**
+ * Where a provider's button leads: its sign-in, carrying where to go after it, the app it is
+ * for, who is expected (`login_hint`), and how recent it must be (`max_age`, SignInView's).
+ */
+export function upstreamStartUrl(
+  providerId: string,
+  returnTo: string,
+  options: { readonly clientId?: string | null | undefined; readonly loginHint?: string | null | undefined; readonly maxAge?: number | null | undefined } = {},
+): string {
   const query = new URLSearchParams({ return_to: returnTo });
-  if (clientId) query.set('client_id', clientId);
-  if (loginHint) query.set('login_hint', loginHint);
+  if (options.clientId) query.set('client_id', options.clientId);
+  if (options.loginHint) query.set('login_hint', options.loginHint);
+  if (options.maxAge !== undefined && options.maxAge !== null) query.set('max_age', String(options.maxAge));
   return `${UPSTREAM_SIGN_IN_PATH}/${encodeURIComponent(providerId)}?${query.toString()}`;
 }
 
 /** "Continue with …", one button per provider. */
-function providerButtons(ui: Ui, view: Pick<SignInView, 'providers' | 'returnTo' | 'clientId'>, afterAnother: boolean): SafeHtml | null {
+function providerButtons(ui: Ui, view: Pick<SignInView, 'providers' | 'returnTo' | 'clientId' | 'maxAge'>, afterAnother: boolean): SafeHtml | null {
   const providers = view.providers ?? [];
   if (providers.length === 0) return null;
   return html`<div class="providers">
 ${afterAnother ? html`<p class="muted or">${ui.t.html('signIn.or')}</p>` : null}
-${providers.map((provider) => html`<a class="button" href="${upstreamStartUrl(provider.id, view.returnTo, view.clientId)}">${ui.t.html('signIn.continueWith', { provider: provider.name })}</a>`)}
+${providers.map((provider) => html`<a class="button" href="${upstreamStartUrl(provider.id, view.returnTo, view)}">${ui.t.html('signIn.continueWith', { provider: provider.name })}</a>`)}
 </div>`;
 }
 
@@ -297,6 +312,7 @@ ${
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 ${clientField(view.clientId)}
+${view.maxAge === undefined || view.maxAge === null ? null : html`<input type="hidden" name="max_age" value="${String(view.maxAge)}">`}
 <label for="username">${t.html('signIn.username')}</label>
 <input type="text" id="username" name="username" autocomplete="${view.passkeys ? 'username webauthn' : 'username'}" autocapitalize="none" spellcheck="false" required value="${view.username ?? ''}" ${view.username ? null : html`autofocus`}>
 <label for="password">${t.html('signIn.password')}</label>

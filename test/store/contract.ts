@@ -2533,7 +2533,18 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('removes a resource with its scopes once, freeing its scope names', async () => {
         const api = resource();
         await register(api);
-        assert.equal(await store.resources.remove(api.identifier), true);
+        const [read, write] = api.scopes.map((scope) => scope.name);
+        // Its scope names, and only those, leave grants and clients' registrations, the rest in order.
+        const client = await givenClient({ scopes: ['openid', read!, 'profile', write!, 'offline_access'] });
+        const other = await givenClient();
+        const user = await givenUser();
+        const holding = await givenGrant(client.id, user.id, { scope: ['openid', write!, 'profile', read!], revokedAt: T0 + 1 });
+        const untouched = await givenGrant(client.id, user.id, { scope: ['openid', `${read}-not-it`] });
+        assert.equal(await store.transaction((tx) => tx.resources.remove(api.identifier)), true);
+        assert.deepEqual(await store.grants.get(holding.id), { ...holding, scope: ['openid', 'profile'] });
+        assert.deepEqual(await store.grants.get(untouched.id), untouched);
+        assert.deepEqual(await store.clients.get(client.id), { ...client, scopes: ['openid', 'profile', 'offline_access'], version: 2 });
+        assert.deepEqual(await store.clients.get(other.id), other);
         assert.equal(await store.resources.remove(api.identifier), false);
         assert.equal(await store.resources.get(api.identifier), null);
         assert.ok(!(await store.resources.list()).some((item) => item.identifier === api.identifier));

@@ -217,8 +217,15 @@ export async function updateResource(
   return getResource(deps, identifier);
 }
 
-/** Removes an API: tokens and grants for it stop working at once. */
+/**
+ * Removes an API: tokens and grants for it stop working at once. Its scope names leave every
+ * grant and every client's registration in the same transaction, since both name scopes by
+ * name alone: an API registered later under one of them (or the same identifier again) is a
+ * new API, which a consent given before does not approve (the person is asked again) and a
+ * client registered before is not allowed until the operator says so. The grants stay, for
+ * what else they approved.
+ */
 export async function removeResource(deps: ManageDeps, identifier: string): Promise<void> {
-  if (!(await deps.store.resources.remove(identifier))) throw notFound`no API with identifier ${identifier}`;
+  if (!(await deps.store.transaction((tx) => tx.resources.remove(identifier)))) throw notFound`no API with identifier ${identifier}`;
   await deps.events.emit({ type: 'resource.removed', detail: { resource: identifier, by: 'operator' } });
 }

@@ -76,9 +76,13 @@ export const refreshTokenGrant: TokenGrant = {
     // RFC 8707 §2.2: a refresh may narrow to one of the APIs granted and some of its scopes;
     // a removed API is refused here, so its grants' access ends with it.
     if (!grant) throw new OAuthError('invalid_grant', 'the authorization has been revoked');
+    // A remembered grant renewed since may be younger than an API registered after this
+    // token's approval: an API scope counts only while the grant still holds it, which it
+    // stops doing when its API is removed (flows/manage/resources.ts removeResource), until
+    // the person approves that name again.
     const target = await tokenTarget(
       deps.store,
-      { scope: found.scope, createdAt: grant.renewedAt ?? grant.createdAt },
+      { scope: found.scope, createdAt: grant.renewedAt ?? grant.createdAt, held: grant.scope },
       params['resource'],
       requestedScope(params['scope'], found.scope),
     );

@@ -95,7 +95,8 @@ export interface SignInRecord {
  * `guard`, run first in the same transaction, may refuse the whole (a waiting sign-in
  * already used): then nothing is written and null is returned. `authTime`: when the person
  * last authenticated, now unless a session that only gains a method keeps its own (OIDC
- * `auth_time` is when they signed in, not when they set something up).
+ * `auth_time` is when they signed in, not when they set something up), or an upstream
+ * provider says they signed in there earlier (flows/upstream/sign-in.ts).
  */
 export async function beginSession(
   deps: FlowDeps,

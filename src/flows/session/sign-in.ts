@@ -21,6 +21,8 @@ import { beginSession, type Browser, type SignInRecord } from './session.ts';
  * sign-in now waiting for its code, remembering `amr` for when the code comes. The session
  * records no more than `amr`: a first step that proved nothing Tessera can name is a session
  * with an empty `amr`, one factor at most (core/auth-methods.ts `hasSecondFactor`).
+ * `authTime`: when the first step was proved, now unless an upstream provider says it was
+ * earlier; a one-time code, proved now, makes it now.
  */
 export async function afterFirstStep(
   deps: FlowDeps,
@@ -28,9 +30,10 @@ export async function afterFirstStep(
   user: UserRecord,
   amr: readonly AuthMethod[],
   signIn: SignInRecord,
+  { authTime }: { readonly authTime?: number } = {},
 ): Promise<'signed-in' | 'second-factor'> {
   if (!(await totpStatus(deps, user.id)).enabled) {
-    await beginSession(deps, browser, user, amr, signIn);
+    await beginSession(deps, browser, user, amr, signIn, { authTime });
     return 'signed-in';
   }
   const now = deps.clock.now();

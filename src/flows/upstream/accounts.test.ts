@@ -27,6 +27,7 @@ function identity(email: string | null, emailVerified: boolean): UpstreamIdentit
     zoneinfo: null,
     groups: [],
     amr: ['pwd'],
+    authTime: null,
   };
 }
 

@@ -39,6 +39,14 @@ export interface UpstreamIdentity {
    * (core/auth-methods.ts `upstreamMethods`); nothing for GitHub, which says nothing.
    */
   readonly amr: readonly AuthMethod[];
+  /**
+   * When the person last proved who they are there (ms), which the session takes as its
+   * `auth_time`: an OpenID provider's `auth_time` (OIDC Core §2), never later than now; the
+   * directory's password check, now; null where the provider does not say (GitHub, an
+   * OpenID provider that sends no `auth_time`). A provider's answer is not itself a sign-in:
+   * its own session may have signed the person in without them proving anything again.
+   */
+  readonly authTime: number | null;
 }
 
 /** Why a sign-in through a provider was refused: `signin.failed`'s `detail.reason`, and the page's words. */

@@ -117,7 +117,7 @@ describe('signing in with GitHub (flows/upstream/github.ts)', () => {
     );
   }
 
-  const CHECKS = { state: 'the-state', nonce: 'the-nonce', codeVerifier: 'the-code-verifier-the-code-verifier-0123456789' };
+  const CHECKS = { state: 'the-state', nonce: 'the-nonce', codeVerifier: 'the-code-verifier-the-code-verifier-0123456789', maxAge: null };
   const callbackOf = (record: IdentityProviderRecord, query = `code=the-code&state=${CHECKS.state}`) =>
     new URL(`${FLOW_ISSUER}/login/upstream/${record.id}/callback?${query}`);
   const finish = (record: IdentityProviderRecord, query?: string) =>
@@ -207,6 +207,8 @@ describe('signing in with GitHub (flows/upstream/github.ts)', () => {
       zoneinfo: null,
       groups: [],
       amr: [],
+      // Nor when: the session takes no new sign-in time from it (flows/upstream/sign-in.ts).
+      authTime: null,
     });
     github.state.answers.user = [200, { id: 7, login: 'nameless', name: 42, avatar_url: 42 }];
     const bare = await finish(record);

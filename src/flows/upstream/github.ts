@@ -53,7 +53,8 @@ export async function beginGithub(
     throw upstreamFailure(error);
   }
   // GitHub sends no ID token: the nonce is kept only because every sign-in under way has one.
-  const checks = { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier() };
+  // Nor has its OAuth a prompt=login or max_age: it cannot be asked for a new sign-in.
+  const checks = { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier(), maxAge: null };
   const url = oidc.buildAuthorizationUrl(config, {
     redirect_uri: upstreamRedirectUri(deps.config.issuer, provider.id),
     scope: scopes(settings),
@@ -145,8 +146,9 @@ export async function finishGithub(
       locale: null,
       zoneinfo: null,
       groups: [],
-      // GitHub's OAuth says nothing of how the person signed in there (no ID token, no amr).
+      // GitHub's OAuth says nothing of how or when the person signed in there (no ID token, no amr, no auth_time).
       amr: [],
+      authTime: null,
     };
   } catch (error) {
     throw upstreamFailure(error);

@@ -60,7 +60,7 @@ function directoryFailure(error: unknown): UpstreamFailure {
  * (`unavailable`).
  */
 export async function checkLdapPassword(
-  deps: Pick<FlowDeps, 'config'> & { readonly secrets: SecretBox },
+  deps: Pick<FlowDeps, 'config' | 'clock'> & { readonly secrets: SecretBox },
   provider: IdentityProviderRecord,
   settings: LdapSettings,
   username: string,
@@ -124,8 +124,9 @@ export async function checkLdapPassword(
         locale: attribute(entry, attributeOf('locale')),
         zoneinfo: attribute(entry, attributeOf('zoneinfo')),
         groups,
-        // The directory checked the password the person typed here: that is all it proved.
+        // The directory checked the password the person typed here: that is all it proved, and now.
         amr: PASSWORD_ONLY,
+        authTime: deps.clock.now(),
       },
     };
   } catch (error) {

@@ -114,6 +114,20 @@ export interface UpstreamChecks {
   readonly state: string;
   readonly nonce: string;
   readonly codeVerifier: string;
+  /** The `max_age` sent, seconds (null: none), which the ID token's `auth_time` must meet. */
+  readonly maxAge: number | null;
+}
+
+/** How a sign-in through a provider begins. */
+export interface UpstreamStartOptions {
+  /** OIDC Core §3.1.2.1 `login_hint`: who is expected to sign in. */
+  readonly loginHint?: string | null;
+  /**
+   * The sign-in must be a new one, at most this many seconds old (0: made now): what
+   * `prompt=login` and `max_age` asked of this server, or a change that needs a recent
+   * sign-in. Null: any sign-in the provider vouches for.
+   */
+  readonly maxAge?: number | null;
 }
 
 /** The provider's authorization URL for a new sign-in, and the checks its answer must pass. */
@@ -121,12 +135,13 @@ export async function beginOidc(
   deps: Pick<FlowDeps, 'config' | 'clock'> & { readonly secrets: SecretBox },
   provider: IdentityProviderRecord,
   settings: OidcSettings,
-  options: { readonly loginHint?: string | null } = {},
+  options: UpstreamStartOptions = {},
 ): Promise<{ readonly url: URL; readonly checks: UpstreamChecks }> {
   const config = await configurationFor(deps, provider, settings).catch((error: unknown) => {
     throw upstreamFailure(error);
   });
-  const checks = { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier() };
+  const maxAge = options.maxAge ?? null;
+  const checks = { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier(), maxAge };
   const url = oidc.buildAuthorizationUrl(config, {
     redirect_uri: upstreamRedirectUri(deps.config.issuer, provider.id),
     scope: settings.scopes.join(' '),
@@ -136,8 +151,24 @@ export async function beginOidc(
     state: checks.state,
     nonce: checks.nonce,
     ...(options.loginHint ? { login_hint: options.loginHint } : {}),
+    // OIDC Core §3.1.2.1: prompt=login, "The Authorization Server SHOULD prompt the End-User
+    // for reauthentication"; max_age, "If the elapsed time is greater than this value, the OP
+    // MUST attempt to actively re-authenticate the End-User", and "When max_age is used, the
+    // ID Token returned MUST include an auth_time Claim Value" (checked in finishOidc).
+    ...(maxAge === null ? {} : { max_age: String(maxAge) }),
+    ...(maxAge === 0 ? { prompt: 'login' } : {}),
   });
   return { url, checks };
+}
+
+/**
+ * When the person last proved who they are to the provider (ms): the ID token's `auth_time`
+ * (OIDC Core §2, "Time when the End-User authentication occurred"), never later than `now`;
+ * null when it has none.
+ */
+export function upstreamAuthTime(idToken: Readonly<Record<string, unknown>>, now: number): number | null {
+  const authTime = idToken['auth_time'];
+  return typeof authTime === 'number' && Number.isFinite(authTime) ? Math.min(authTime * 1000, now) : null;
 }
 
 /** The upstream claim `claim` comes from: the operator's mapping, else the standard claim of that name. */
@@ -175,12 +206,14 @@ export async function finishOidc(
   try {
     const config = await configurationFor(deps, provider, settings);
     // openid-client checks `state`, `iss` (RFC 9207, when the provider sends it or says it
-    // does), the code exchange with the verifier, and the ID token (OIDC Core §3.1.3.7).
+    // does), the code exchange with the verifier, and the ID token (OIDC Core §3.1.3.7),
+    // with, where max_age was sent, its `auth_time` there and that recent (§3.1.3.7 item 13).
     const tokens = await oidc.authorizationCodeGrant(config, callback, {
       pkceCodeVerifier: checks.codeVerifier,
       expectedState: checks.state,
       expectedNonce: checks.nonce,
       idTokenExpected: true,
+      ...(checks.maxAge === null ? {} : { maxAge: checks.maxAge }),
     });
     const idToken = tokens.claims();
     if (!idToken) throw new UpstreamFailure('invalid_response', 'no ID token');
@@ -205,6 +238,7 @@ export async function finishOidc(
       // From the ID token alone, the one answer signed for this sign-in (OIDC Core §2: amr is
       // an ID token claim); UserInfo may not change it.
       amr: upstreamMethods(idToken['amr'], settings.trustUpstreamMfa),
+      authTime: upstreamAuthTime(idToken, deps.clock.now()),
     };
   } catch (error) {
     throw upstreamFailure(error);

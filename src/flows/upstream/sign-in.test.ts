@@ -164,6 +164,7 @@ describe('signing in through an upstream provider (flows/upstream/sign-in.ts)', 
       codeVerifier: url.searchParams.get('code_challenge'),
       returnTo: continuation.returnTo,
       clientId: app.id,
+      maxAge: null,
       createdAt: now,
       expiresAt: now + timeout * 1000,
     });
@@ -355,6 +356,87 @@ describe('signing in through an upstream provider (flows/upstream/sign-in.ts)', 
       }
     }
     upstream.seen.email = 'octocat@github.test';
+  });
+
+  it('asks an OpenID provider for a new sign-in when one is needed (prompt=login, max_age), and keeps the max_age for its answer', async () => {
+    const oidc = await addProvider(manage, { kind: 'oidc', name: 'Corp Again', issuer: `${upstream.url}/oidc`, client_id: 'tessera' });
+    const cases: [string, number | null, string | null, string | null][] = [
+      ['a sign-in made now (prompt=login here, a change on /account)', 0, 'login', '0'],
+      ["the authorization request's max_age", 300, null, '300'],
+      ['any sign-in the provider vouches for', null, null, null],
+    ];
+    for (const [what, maxAge, prompt, sent] of cases) {
+      const start = await startUpstream(deps, browser(), oidc.id, continuation, { maxAge });
+      assert.equal(start.kind, 'redirect', what);
+      const url = new URL(start.kind === 'redirect' ? start.url : '');
+      assert.deepEqual([url.searchParams.get('prompt'), url.searchParams.get('max_age')], [prompt, sent], what);
+      const login = await world.store.upstreamLogins.consume(hashSecret(url.searchParams.get('state')!), world.clock.now());
+      assert.equal(login?.maxAge, maxAge, `${what}: kept for the ID token's auth_time`);
+    }
+    // GitHub's OAuth has neither: nothing is sent, nothing kept to check.
+    const { url } = await started();
+    assert.deepEqual([url.searchParams.get('prompt'), url.searchParams.get('max_age')], [null, null]);
+  });
+
+  it("gives the session the OpenID provider's auth_time, not the time it answered, and refuses an answer older than the max_age asked", async () => {
+    const corp = await addProvider(manage, { kind: 'oidc', name: 'Corp Sessions', issuer: `${upstream.url}/oidc`, client_id: 'tessera' });
+    // openid-client reads the ID token's times by the system's clock: this world's follows it here.
+    world.clock.set(Date.now());
+    const hoursAgo = Math.floor(world.clock.now() / 1000) - 2 * 3600;
+    const sessionOf = async (from: Browser & { cookies: CookieJar }) =>
+      world.store.sessions.get(hashSecret(from.cookies.jar.get(cookieNames(world.config).session) ?? ''), world.clock.now());
+    const signIn = async (idToken: Record<string, unknown>, maxAge: number | null) => {
+      upstream.seen.idToken = { sub: 'cy-upstream', email: 'cy@corp.example', ...idToken };
+      const from = browser();
+      const start = await startUpstream(deps, from, corp.id, continuation, { maxAge });
+      const url = new URL(start.kind === 'redirect' ? start.url : '');
+      upstream.seen.nonce = url.searchParams.get('nonce')!;
+      const finished = await finishUpstream(deps, from, corp.id, callback(`code=x&state=${url.searchParams.get('state')}`, corp.id));
+      return { finished, from };
+    };
+    // The provider's own session signed the person in two hours ago, and said so.
+    const silent = await signIn({ auth_time: hoursAgo }, null);
+    assert.equal(kindOf(silent.finished), 'signed-in');
+    assert.equal((await sessionOf(silent.from))?.authTime, hoursAgo * 1000, 'when the person signed in there');
+    // A time to come is not taken on the provider's word: now at the latest.
+    const ahead = await signIn({ auth_time: hoursAgo + 4 * 3600 }, null);
+    assert.equal((await sessionOf(ahead.from))?.authTime, world.clock.now());
+
+    // Asked for a new sign-in (max_age=0), the same two-hour-old one is refused, as is none
+    // dated at all (OIDC Core §3.1.2.1: "When max_age is used, the ID Token returned MUST
+    // include an auth_time Claim Value"); one made now signs in, at that time.
+    for (const [what, idToken] of [
+      ['two hours old', { auth_time: hoursAgo }],
+      ['no auth_time', {}],
+    ] as const) {
+      const refused = await signIn(idToken, 0);
+      assert.equal(kindOf(refused.finished), 'invalid_response', what);
+      assert.equal(await sessionOf(refused.from), null, `${what}: no session`);
+      assert.match(String((await failureOf(refused.from.ip))?.detail['upstream']), /auth_time|authentication/, what);
+    }
+    const now = Math.floor(world.clock.now() / 1000);
+    const fresh = await signIn({ auth_time: now }, 0);
+    assert.equal(kindOf(fresh.finished), 'signed-in');
+    assert.equal((await sessionOf(fresh.from))?.authTime, now * 1000);
+  });
+
+  it("keeps the session's sign-in time when a provider that says nothing of when (GitHub) signs the same person in again", async () => {
+    const sessionOf = async (from: Browser & { cookies: CookieJar }) =>
+      world.store.sessions.get(hashSecret(from.cookies.jar.get(cookieNames(world.config).session) ?? ''), world.clock.now());
+    const signIn = async (from: Browser & { cookies: CookieJar }) => {
+      const start = await startUpstream(deps, from, github.id, continuation);
+      const state = new URL(start.kind === 'redirect' ? start.url : '').searchParams.get('state');
+      assert.equal(kindOf(await finishUpstream(deps, from, github.id, callback(`code=x&state=${state}`))), 'signed-in');
+      return sessionOf(from);
+    };
+    const from = browser();
+    const first = await signIn(from);
+    assert.equal(first?.authTime, world.clock.now(), 'a first sign-in in this browser');
+    world.clock.advance(3600_000);
+    // GitHub's session answered again without a word: nothing new was proved here.
+    const again = await signIn(from);
+    assert.deepEqual([again?.authTime, again?.sid], [first?.authTime, first?.sid]);
+    assert.notEqual(again?.idHash, first?.idHash, 'a new session id all the same');
   });
 
   it('names the provider the operator made the only way in, and none before', async () => {

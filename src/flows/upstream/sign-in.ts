@@ -11,14 +11,14 @@ import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import type { UserRecord } from '../../store/types.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { cookieNames, usableCookie } from '../session/cookies.ts';
-import type { Browser } from '../session/session.ts';
+import { currentSession, type Browser } from '../session/session.ts';
 import { afterFirstStep } from '../session/sign-in.ts';
 import { checkDirectoryPassword, type Busy, type Limited, type PasswordCheckDeps } from '../sign-in.ts';
 import type { FlowDeps } from '../types.ts';
 import { accountFor, joinOrganizationOfProvider, methodsFor, type UpstreamIdentity, type UpstreamRefusal } from './accounts.ts';
 import { beginGithub, finishGithub } from './github.ts';
 import { checkLdapPassword } from './ldap.ts';
-import { beginOidc, finishOidc, UpstreamFailure, type UpstreamChecks } from './oidc.ts';
+import { beginOidc, finishOidc, UpstreamFailure, type UpstreamChecks, type UpstreamStartOptions } from './oidc.ts';
 import { providerSettings } from './settings.ts';
 
 export interface UpstreamDeps extends FlowDeps, PasswordCheckDeps {
@@ -76,14 +76,15 @@ export async function onlyProvider(deps: Pick<FlowDeps, 'store'>): Promise<Ident
 /**
  * Starts a sign-in through provider `id`: for an OpenID provider or GitHub, the sign-in
  * under way is stored by the hash of its state, which the browser keeps in a cookie, and the
- * browser is sent upstream; a directory asks for the password on its own form.
+ * browser is sent upstream; a directory asks for the password on its own form. An OpenID
+ * provider is asked for a new sign-in when `options.maxAge` says one is needed.
  */
 export async function startUpstream(
   deps: UpstreamDeps,
   browser: Browser,
   id: string,
   continuation: UpstreamContinuation,
-  options: { readonly loginHint?: string | null } = {},
+  options: UpstreamStartOptions = {},
 ): Promise<UpstreamStart> {
   const provider = await deps.store.identityProviders.get(id);
   if (!provider) return refuse(deps, browser, null, 'unknown_provider', { clientId: continuation.clientId });
@@ -105,6 +106,7 @@ export async function startUpstream(
     codeVerifier: begun.checks.codeVerifier,
     returnTo: continuation.returnTo,
     clientId: continuation.clientId,
+    maxAge: begun.checks.maxAge,
     createdAt: now,
     expiresAt: now + lifetime * 1000,
   });
@@ -135,7 +137,7 @@ export async function finishUpstream(deps: UpstreamDeps, browser: Browser, id: s
   const settings = providerSettings(provider);
   let identity: UpstreamIdentity;
   try {
-    const checks = { state, nonce: login.nonce, codeVerifier: login.codeVerifier };
+    const checks = { state, nonce: login.nonce, codeVerifier: login.codeVerifier, maxAge: login.maxAge };
     if (settings.kind === 'oidc') identity = await finishOidc(deps, provider, settings, callback, checks);
     else if (settings.kind === 'github') identity = await finishGithub(deps, provider, settings, callback, checks);
     else return { ...(await refuse(deps, browser, provider, 'unknown_provider', { clientId: login.clientId })), continuation };
@@ -157,12 +159,18 @@ async function signInAs(
   const account = await accountFor(deps, provider, providerSettings(provider), identity);
   if (account.kind === 'refused') return refuse(deps, browser, provider, account.reason, { user: account.user, username: identity.label, clientId });
   await joinOrganizationOfProvider(deps, provider, identity, account.user);
+  // The session's auth_time is when the person last proved who they are, which a provider's
+  // answer is not: its own session may sign them in without a word. So it is the time the
+  // provider reports; where it reports none (GitHub), signing in again as the person this
+  // browser is signed in as proves nothing new, and the session keeps its time.
+  const previous = identity.authTime === null ? await currentSession(deps, browser) : null;
+  const authTime = identity.authTime ?? (previous?.userId === account.user.id ? previous.authTime : deps.clock.now());
   // The session records what the provider proved, no more (RFC 8176 has no "federated"
   // value): a directory's password is `pwd`, an OpenID provider's word is its known `amr`
   // values (its `mfa` only where the operator trusts it, and never for a console role
   // holder), GitHub's is nothing. One-time codes
   // and the second-factor policy (flows/second-factor/policy.ts) apply on top.
-  const next = await afterFirstStep(deps, browser, account.user, methodsFor(account.user, identity), { clientId });
+  const next = await afterFirstStep(deps, browser, account.user, methodsFor(account.user, identity), { clientId }, { authTime });
   return { kind: next, user: account.user };
 }
 

@@ -207,7 +207,13 @@ export function consoleKit(app: FastifyInstance, { deps, pages, formPost }: Brow
           request,
           reply,
           401,
-          { returnTo: returnPath(request), notice, setUp: refusal === 'second-factor-required', username: user.username },
+          {
+            returnTo: returnPath(request),
+            notice,
+            setUp: refusal === 'second-factor-required',
+            username: user.username,
+            ...(refusal === 'sign-in-again' ? { maxAge: 0 } : {}),
+          },
           { user: user.locale },
         );
       }

@@ -66,6 +66,8 @@ export const postgresDialect: Dialect = {
   list: (values) => [...values],
   flag: (value) => value,
   listUnion: (a, b) => `ARRAY(SELECT DISTINCT value FROM unnest(${a} || ${b}) AS value ORDER BY 1)`,
+  listWithout: (column, names) =>
+    `ARRAY(SELECT value FROM unnest(${column}) WITH ORDINALITY AS item (value, position) WHERE value NOT IN ${names} ORDER BY position)`,
   greatest: (a, b) => `GREATEST(${a}, ${b})`,
   bigint: (parameter) => `${parameter}::bigint`,
   jsonText: (column, key) => `(CASE WHEN jsonb_typeof(${column}->'${key}') = 'string' THEN ${column}->>'${key}' END)`,

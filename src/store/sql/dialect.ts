@@ -18,6 +18,8 @@ export interface Dialect {
   greatest(a: string, b: string): string;
   /** The distinct strings of two lists, as a list (a remembered grant's grown scope). */
   listUnion(a: string, b: string): string;
+  /** List column `column` without the strings that subquery `names` selects, in its order (an API's scope names taken out). */
+  listWithout(column: string, names: string): string;
   /** A parameter used where nothing around it tells PostgreSQL its type (arithmetic, CASE). */
   bigint(parameter: string): string;
   /**

@@ -40,8 +40,8 @@ export function identityProvidersStatements(d: Dialect) {
     removeLinkedIdentity: 'DELETE FROM linked_identities WHERE provider_id = :providerId AND subject = :subject AND user_id = :userId',
 
     insertUpstreamLogin: `
-      INSERT INTO upstream_logins (state_hash, provider_id, nonce, code_verifier, return_to, client_id, created_at, expires_at)
-      VALUES (:stateHash, :providerId, :nonce, :codeVerifier, :returnTo, :clientId, :createdAt, :expiresAt)`,
+      INSERT INTO upstream_logins (state_hash, provider_id, nonce, code_verifier, return_to, client_id, max_age, created_at, expires_at)
+      VALUES (:stateHash, :providerId, :nonce, :codeVerifier, :returnTo, :clientId, :maxAge, :createdAt, :expiresAt)`,
     // Single use: the one caller whose DELETE finds the row may finish the sign-in.
     consumeUpstreamLogin: `
       DELETE FROM upstream_logins WHERE state_hash = :stateHash AND expires_at > :now
@@ -87,6 +87,7 @@ function upstreamLoginFromRow(row: Row): UpstreamLoginRecord {
     codeVerifier: rows.text(row, 'code_verifier'),
     returnTo: rows.text(row, 'return_to'),
     clientId: rows.textOrNull(row, 'client_id'),
+    maxAge: rows.integerOrNull(row, 'max_age'),
     createdAt: rows.integer(row, 'created_at'),
     expiresAt: rows.integer(row, 'expires_at'),
   };

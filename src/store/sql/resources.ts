@@ -23,8 +23,14 @@ export function resourceFromRow(row: Row, scopes: readonly ResourceScope[]): Res
   };
 }
 
+/** The scope names of the API `:identifier`. */
+const API_SCOPE_NAMES = '(SELECT resource_scopes.name FROM resource_scopes WHERE resource_scopes.resource = :identifier)';
+
 /** The statements, by name, in `d`'s SQL. */
-export function resourcesStatements(_d: Dialect) {
+export function resourcesStatements(d: Dialect) {
+  /** Whether list column `column` holds one of the API's scope names. */
+  const holdsApiScope = (column: string) =>
+    `EXISTS (SELECT 1 FROM resource_scopes WHERE resource_scopes.resource = :identifier AND ${d.listHas(column, 'resource_scopes.name')})`;
   return {
     insertResource: `
       INSERT INTO resources (identifier, name, access_token_ttl, introspection_secret_hash, signing_alg, created_at)
@@ -38,7 +44,16 @@ export function resourcesStatements(_d: Dialect) {
     getResourceScopes: 'SELECT * FROM resource_scopes WHERE resource = :identifier ORDER BY position',
     listResources: 'SELECT * FROM resources ORDER BY created_at, identifier',
     listResourceScopes: 'SELECT * FROM resource_scopes ORDER BY resource, position',
-    // Its scopes go with it: ON DELETE CASCADE.
+    // Its scopes go with it: ON DELETE CASCADE. Before that, its scope names leave every
+    // grant and every client's registration, which name scopes by name alone: an API
+    // registered later with one of those names is neither approved by an old consent nor
+    // allowed to a client by an old registration.
+    removeResourceScopesFromGrants: `
+      UPDATE grants SET scope = ${d.listWithout('grants.scope', API_SCOPE_NAMES)}
+      WHERE ${holdsApiScope('grants.scope')}`,
+    removeResourceScopesFromClients: `
+      UPDATE clients SET scopes = ${d.listWithout('clients.scopes', API_SCOPE_NAMES)}, version = version + 1
+      WHERE ${holdsApiScope('clients.scopes')}`,
     removeResource: 'DELETE FROM resources WHERE identifier = :identifier',
     updateResource: `
       UPDATE resources SET signing_alg = CASE WHEN :setSigningAlg = 1 THEN CAST(:signingAlg AS TEXT) ELSE signing_alg END,
@@ -105,7 +120,11 @@ export function resourcesStores(_d: Dialect, q: Runner<keyof ReturnType<typeof r
         }
         return true;
       },
-      remove: (identifier) => changedAny('removeResource', { identifier }),
+      async remove(identifier) {
+        await q.changed('removeResourceScopesFromGrants', { identifier });
+        await q.changed('removeResourceScopesFromClients', { identifier });
+        return changedAny('removeResource', { identifier });
+      },
     },
   };
 }

@@ -38,6 +38,7 @@ export const sqliteDialect: Dialect = {
   list: (values) => JSON.stringify(values),
   flag: (value) => (value ? 1 : 0),
   listUnion: (a, b) => `(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${a}) UNION SELECT value FROM json_each(${b}) ORDER BY 1))`,
+  listWithout: (column, names) => `(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${column}) WHERE value NOT IN ${names} ORDER BY key))`,
   greatest: (a, b) => `MAX(${a}, ${b})`,
   bigint: (parameter) => parameter,
   purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit)`,

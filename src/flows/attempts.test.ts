@@ -47,6 +47,19 @@ describe('Attempt', () => {
     assert.ok(!isRefusal(await Attempt.reserve(store.rateLimits, limits, WINDOW, T0 + WINDOW)), 'until the window ends');
   });
 
+  it('gives an attempt back to the window it was counted in, not to the next one', async () => {
+    const limits = [{ key: 'ip:192.0.2.71', limit: 3 }];
+    await Attempt.reserve(store.rateLimits, limits, WINDOW, T0);
+    // Reserved just before the window ends, and right only after the next has opened.
+    const late = await Attempt.reserve(store.rateLimits, limits, WINDOW, T0 + WINDOW - 5);
+    assert.ok(!isRefusal(late));
+    const failure = await Attempt.reserve(store.rateLimits, limits, WINDOW, T0 + WINDOW + 1);
+    assert.ok(!isRefusal(failure));
+    assert.deepEqual(failure.counts, [1], 'the next window opened');
+    await late.succeeded();
+    assert.equal(await store.rateLimits.count('ip:192.0.2.71', WINDOW, T0 + WINDOW + 2), 1, "the next window's failure stays counted");
+  });
+
   it('refuses an attempt over a used-up limit without writing anything', async () => {
     const limits = [{ key: 'ip:192.0.2.44', limit: 1 }];
     await Attempt.reserve(store.rateLimits, limits, WINDOW, T0);

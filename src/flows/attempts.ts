@@ -1,4 +1,4 @@
-import type { RateLimitStore } from '../store/types.ts';
+import type { RateLimitStore, WindowCount } from '../store/types.ts';
 
 /** A counter an attempt is charged to, and how many failures it allows per window. */
 export interface AttemptLimit {
@@ -22,20 +22,22 @@ export interface Refusal {
  * counted before it is tried, in the store's one atomic upsert, so a burst of parallel
  * guesses cannot all read a count under the limit before any of them is recorded (across
  * instances too: the counters live in the shared store). An attempt that turns out right,
- * or is refused, gives its place back: what stays counted are the failures.
+ * or is refused, gives its place back, in the window it was counted in even if that window
+ * has ended since: what stays counted are the failures.
  */
 export class Attempt {
   readonly #store: RateLimitStore;
   readonly #limits: readonly AttemptLimit[];
-  readonly #now: number;
+  /** The windows this attempt was counted in, in the order of the limits: it is given back to those. */
+  readonly #windows: readonly WindowCount[];
   /** The counts, this attempt included, in the order of the limits. */
   readonly counts: readonly number[];
 
-  private constructor(store: RateLimitStore, limits: readonly AttemptLimit[], now: number, counts: readonly number[]) {
+  private constructor(store: RateLimitStore, limits: readonly AttemptLimit[], windows: readonly WindowCount[]) {
     this.#store = store;
     this.#limits = limits;
-    this.#now = now;
-    this.counts = counts;
+    this.#windows = windows;
+    this.counts = windows.map(({ hits }) => hits);
   }
 
   /**
@@ -46,20 +48,20 @@ export class Attempt {
     const windows = await Promise.all(limits.map(({ key, limit }) => (Number.isFinite(limit) ? store.window(key, now) : null)));
     const full = windows.findIndex((window, i) => window !== null && window.hits >= limits[i]!.limit);
     if (full >= 0) return refusal(limits[full]!, windows[full]!.endsAt, now);
-    const counts = await Promise.all(limits.map(({ key }) => store.hit(key, windowMs, now)));
-    const attempt = new Attempt(store, limits, now, counts);
-    const over = counts.findIndex((count, i) => count > limits[i]!.limit);
+    const counted = await Promise.all(limits.map(({ key }) => store.hit(key, windowMs, now)));
+    const attempt = new Attempt(store, limits, counted);
+    const over = counted.findIndex(({ hits }, i) => hits > limits[i]!.limit);
     if (over >= 0) {
       // Parallel attempts passed the read together; the count decides, and this one lost.
       await attempt.succeeded();
-      return refusal(limits[over]!, now + windowMs, now);
+      return refusal(limits[over]!, counted[over]!.endsAt, now);
     }
     return attempt;
   }
 
   /** The attempt was right (or did not count): take it back. A failure simply stays counted. */
   async succeeded(): Promise<void> {
-    await Promise.all(this.#limits.map(({ key }) => this.#store.release(key, this.#now)));
+    await Promise.all(this.#limits.map(({ key }, i) => this.#store.release(key, this.#windows[i]!.endsAt)));
   }
 }
 

@@ -1789,11 +1789,11 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('counts hits in a fixed window and starts a new window once it has ended', async () => {
         const key = unique('login:203.0.113.7');
         const window = MINUTE;
-        assert.equal(await store.rateLimits.hit(key, window, T0), 1);
-        assert.equal(await store.rateLimits.hit(key, window, T0 + SECOND), 2);
-        assert.equal(await store.rateLimits.hit(key, window, T0 + window - 1), 3);
-        assert.equal(await store.rateLimits.hit(key, window, T0 + window), 1);
-        assert.equal(await store.rateLimits.hit(key, window, T0 + window + SECOND), 2);
+        assert.deepEqual(await store.rateLimits.hit(key, window, T0), { hits: 1, endsAt: T0 + window });
+        assert.deepEqual(await store.rateLimits.hit(key, window, T0 + SECOND), { hits: 2, endsAt: T0 + window });
+        assert.deepEqual(await store.rateLimits.hit(key, window, T0 + window - 1), { hits: 3, endsAt: T0 + window });
+        assert.deepEqual(await store.rateLimits.hit(key, window, T0 + window), { hits: 1, endsAt: T0 + 2 * window });
+        assert.deepEqual(await store.rateLimits.hit(key, window, T0 + window + SECOND), { hits: 2, endsAt: T0 + 2 * window });
       });
 
       it('counts the current window without counting a hit, and 0 once it has ended', async () => {
@@ -1829,7 +1829,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           [],
         );
         assert.equal((await store.rateLimits.listOpen(prefix, T0 + SECOND, 1)).length, 1, 'bounded');
-        await store.rateLimits.release(ipKey, T0 + SECOND);
+        await store.rateLimits.release(ipKey, T0 + 2 * MINUTE);
         assert.deepEqual(
           (await store.rateLimits.listOpen(prefix, T0 + 2 * SECOND, 10)).map((w) => w.key),
           [userKey],
@@ -1851,32 +1851,43 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.rateLimits.window(key, T0 + MINUTE), null);
       });
 
-      it('takes a hit back within the window, never below zero, and not once the window has ended', async () => {
+      it('takes a hit back from the window it landed in, never below zero', async () => {
         const key = unique('attempt');
+        const { endsAt } = await store.rateLimits.hit(key, MINUTE, T0);
         await store.rateLimits.hit(key, MINUTE, T0);
-        await store.rateLimits.hit(key, MINUTE, T0);
-        await store.rateLimits.release(key, T0 + SECOND);
+        await store.rateLimits.release(key, endsAt);
         assert.equal(await store.rateLimits.count(key, MINUTE, T0 + SECOND), 1);
-        await store.rateLimits.release(key, T0 + SECOND);
-        await store.rateLimits.release(key, T0 + SECOND);
+        await store.rateLimits.release(key, endsAt);
+        await store.rateLimits.release(key, endsAt);
         assert.equal(await store.rateLimits.count(key, MINUTE, T0 + SECOND), 0);
         await store.rateLimits.hit(key, MINUTE, T0 + 2 * SECOND);
-        await store.rateLimits.release(key, T0 + MINUTE);
-        assert.equal(await store.rateLimits.hit(key, MINUTE, T0 + MINUTE), 1, 'a new window starts from one');
-        await store.rateLimits.release(unique('never-hit'), T0);
+        await store.rateLimits.release(key, T0 + 2 * MINUTE);
+        assert.equal(await store.rateLimits.count(key, MINUTE, T0 + 2 * SECOND), 1, 'not from a window that ends otherwise');
+        await store.rateLimits.release(unique('never-hit'), endsAt);
+      });
+
+      it('takes a hit back from its own window even after the next has opened, leaving the next window its count', async () => {
+        const key = unique('attempt');
+        await store.rateLimits.hit(key, MINUTE, T0);
+        // An attempt just before the window ends, still going when the next window opens.
+        const late = await store.rateLimits.hit(key, MINUTE, T0 + MINUTE - 5);
+        assert.deepEqual(late, { hits: 2, endsAt: T0 + MINUTE });
+        assert.deepEqual(await store.rateLimits.hit(key, MINUTE, T0 + MINUTE + 1), { hits: 1, endsAt: T0 + 2 * MINUTE + 1 });
+        await store.rateLimits.release(key, late.endsAt);
+        assert.equal(await store.rateLimits.count(key, MINUTE, T0 + MINUTE + 2), 1);
       });
 
       it('keeps keys apart', async () => {
         const [a, b] = [unique('key'), unique('key')];
         await store.rateLimits.hit(a, MINUTE, T0);
         await store.rateLimits.hit(a, MINUTE, T0);
-        assert.equal(await store.rateLimits.hit(b, MINUTE, T0), 1);
+        assert.equal((await store.rateLimits.hit(b, MINUTE, T0)).hits, 1);
         assert.equal(await store.rateLimits.count(a, MINUTE, T0), 2);
       });
 
       it('counts every one of 20 concurrent hits', async () => {
         const key = unique('key');
-        const counts = await Promise.all(Array.from({ length: 20 }, () => store.rateLimits.hit(key, MINUTE, T0)));
+        const counts = await Promise.all(Array.from({ length: 20 }, async () => (await store.rateLimits.hit(key, MINUTE, T0)).hits));
         assert.deepEqual(
           counts.toSorted((x, y) => x - y),
           Array.from({ length: 20 }, (_, i) => i + 1),

@@ -50,7 +50,7 @@ describe('the database setting', () => {
   it('opens a working in-memory store', async () => {
     const store = await openStore(':memory:');
     try {
-      assert.equal(await store.rateLimits.hit('key', 1000, 0), 1);
+      assert.deepEqual(await store.rateLimits.hit('key', 1000, 0), { hits: 1, endsAt: 1000 });
     } finally {
       await store.close();
     }

@@ -153,7 +153,7 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   const record = await deps.store.devices.findByUserCode(userCode, now);
   const client = record ? await deps.store.clients.get(record.clientId) : null;
   if (!record || !client) {
-    const wrong = await deps.store.rateLimits.hit(USER_CODE_KEYS.all, MINUTE_MS, now);
+    const { hits: wrong } = await deps.store.rateLimits.hit(USER_CODE_KEYS.all, MINUTE_MS, now);
     // Once per window: the count reaches the budget exactly once in each.
     if (wrong === settings.globalPerMinute) {
       deps.alert?.({ type: 'device.user_code_guessing', wrongCodesLastMinute: wrong, limitPerMinute: settings.globalPerMinute });

@@ -324,7 +324,7 @@ export async function verifyStream(deps: StreamDeps, receiver: string, raw: unkn
   const state = body['state'];
   if (state !== undefined && (typeof state !== 'string' || state.length > MAX_TEXT)) throw badRequest(`state must be text of at most ${MAX_TEXT} characters`);
   // §8.1.4.2: "the Transmitter MAY respond with a 429" to one sooner than min_verification_interval: each is an event stored.
-  if ((await deps.store.rateLimits.hit(`ssf-verify:${stream.id}`, MIN_VERIFICATION_INTERVAL * 1000, deps.clock.now())) > 1) {
+  if ((await deps.store.rateLimits.hit(`ssf-verify:${stream.id}`, MIN_VERIFICATION_INTERVAL * 1000, deps.clock.now())).hits > 1) {
     throw new SsfError(429, 'too_many_requests', `at most one verification event every ${MIN_VERIFICATION_INTERVAL} seconds`);
   }
   await deps.events.emit({ type: 'ssf.verification', clientId: receiver, detail: { stream_id: stream.id, ...(state === undefined ? {} : { state }) } });

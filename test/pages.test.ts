@@ -60,7 +60,14 @@ describe('pages for people, in Chromium', { skip: chromiumUnavailable() }, () =>
   it("hides the reset page's username field (for password managers) and labels every field it shows", async () => {
     const token = randomToken();
     const now = Date.now();
-    await server.store.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt: now + 600_000, usedAt: null });
+    await server.store.passwordResets.create({
+      tokenHash: hashSecret(token),
+      userId: user.id,
+      createdAt: now,
+      expiresAt: now + 600_000,
+      usedAt: null,
+      mailedTo: null,
+    });
     const page = await browser.newPage();
     await page.goto(`${server.url}/reset-password?token=${token}`);
     assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Set a new password');

@@ -81,6 +81,7 @@ describe('recovery by e-mail', () => {
     assert.equal(form.status, 200);
     const done = await browser.submit(form, '/reset-password', { new_password: 'grace has a new password' });
     assert.match(text(done.html), /Password changed/);
+    assert.doesNotMatch(text(done.html), /had not been confirmed/, 'nothing was removed: nothing to tell');
     assert.equal((await old.request('/account')).status, 303, 'the sessions from before the reset have ended');
     assert.equal((await browser.submit(form, '/reset-password', { new_password: 'and once more' })).status, 400, 'the link works once');
 

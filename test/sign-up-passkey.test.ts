@@ -2,7 +2,9 @@
  * Sign-up with a passkey over HTTP, with a software authenticator (helpers/authenticator.ts):
  * with TESSERA_SIGN_UP_VERIFY=later the account is made at once with the passkey and no
  * password, its address unverified until the link; the passkey then signs in. An answer made
- * for another account id, another origin or a used challenge makes nothing. The real browser
+ * for another account id, another origin or a used challenge makes nothing. Someone who signs
+ * up first with another person's address and a passkey loses the passkey once that person sets
+ * a password through the link mailed to the address (pre-hijacked accounts). The real browser
  * path is test/sign-up-passkey-browser.test.ts.
  */
 import assert from 'node:assert/strict';
@@ -112,5 +114,56 @@ describe('sign-up with a passkey', () => {
     assert.equal(bad.json['field'], 'username');
     const forged = await browser.request('/sign-up/passkey/options', { form: { csrf_token: 'wrong', username: 'x', name: 'x', email: 'x@example.com' } });
     assert.notEqual(forged.status, 200, 'a request without this browser’s CSRF token');
+  });
+
+  it("removes an attacker's passkey from an account made with someone else's address once its owner sets a password through the link mailed to it", async () => {
+    const before = smtp.received.length;
+    /** The `count`-th message since this test began, which must be to Lin, about `subject`: its text. */
+    const mail = async (count: number, subject: string) => {
+      const message = await smtp.next(before + count);
+      assert.deepEqual([message.to, message.parsed.subject], [['lin@example.com'], subject]);
+      return message.parsed.text ?? '';
+    };
+
+    // The attacker signs up first with Lin's address and a passkey: the account is made at once, unverified.
+    const attacker = new FormBrowser(server.url);
+    const form = await attacker.request('/sign-up');
+    const fields = { username: 'mallory', name: 'Lin', email: 'lin@example.com' };
+    const asked = await options(attacker, form, fields);
+    const passkey = new SoftwarePasskey();
+    const made = await attacker.submit(form, '/sign-up', { ...fields, ...passkey.newAccountFields(asked.json, server.url) });
+    assert.equal(made.status, 200, made.html.slice(0, 800));
+    const account = (await server.store.users.findByUsername('mallory'))!;
+    assert.equal((await server.store.passkeys.listForUser(account.id)).length, 1);
+    await mail(1, 'Confirm your e-mail address for Tessera');
+
+    // Lin signs up later: the address has an account, and the notice names it and "Forgot password?".
+    const lin = new FormBrowser(server.url);
+    const signUpForm = await lin.request('/sign-up');
+    assert.equal(
+      (await lin.submit(signUpForm, '/sign-up', { username: 'lin', name: 'Lin', email: 'lin@example.com', password: 'lin picks a password' })).status,
+      200,
+    );
+    assert.match(await mail(2, 'You already have an account on Tessera'), /which already has one: mallory\./);
+
+    const forgot = await lin.request('/forgot-password');
+    assert.equal((await lin.submit(forgot, '/forgot-password', { email: 'lin@example.com' })).status, 200);
+    const link = /(https?:\/\/\S+\/reset-password\?token=\S+)/.exec(await mail(3, 'Set a new password for Tessera'))?.[1];
+    assert.ok(link);
+    const resetForm = await lin.request(link);
+    const done = await lin.submit(resetForm, '/reset-password', { new_password: 'lin has her own password now' });
+    assert.equal(done.status, 200);
+    assert.match(done.html, /Password changed/);
+    assert.match(
+      done.html,
+      /Your e-mail address had not been confirmed before, so someone else could have set up this account with it\. To be safe, its passkeys, one-time codes and sign-ins through other services were removed\. You can add new ones on your account page\./,
+    );
+
+    assert.equal((await server.store.users.get(account.id))?.emailVerified, true, 'Lin received the link: the address is hers, verified');
+    assert.deepEqual(await server.store.passkeys.listForUser(account.id), []);
+    const again = new FormBrowser(server.url);
+    const login = await again.follow(await again.request('/account'));
+    const refused = await again.passkeySignIn(login, (challenge) => passkey.authenticate(challenge, server.url));
+    assert.notEqual(refused.status, 303, "the attacker's passkey signs in no more");
   });
 });

@@ -36,7 +36,11 @@ export const EVENT_TYPES = [
   'second_factor.failed',
   /** A recovery code used in place of a one-time code (each works once). */
   'second_factor.recovery_code_used',
-  /** An operator removed a person's passkeys, one-time codes and recovery codes. */
+  /**
+   * A person's passkeys, one-time codes and recovery codes removed: by an operator (`detail.by`
+   * `operator`), or with their upstream identities (`detail.identities_removed`) when a reset link
+   * mailed to the account's unverified address proved it (`password_reset`, flows/users.ts).
+   */
   'second_factor.reset',
   'consent.given',
   'consent.denied',
@@ -81,7 +85,10 @@ export const EVENT_TYPES = [
    * already, which is mailed a notice instead; the page says the same either way).
    */
   'signup.requested',
-  /** A person followed the link mailed to their address: the account is made, or its address verified. */
+  /**
+   * A person followed the link mailed to their address: the account is made, or its address
+   * verified (`detail.by` `sign_up`); or used a reset link mailed to it (`password_reset`).
+   */
   'user.email_verified',
   /** A person asked, on their account page, for a new e-mail address: a link is mailed to it. */
   'user.email_change_requested',

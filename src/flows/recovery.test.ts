@@ -2,16 +2,21 @@
  * "Forgot password?" without HTTP or SMTP: the same answer whether the address has an account
  * or not, a link mailed to each enabled account with it (read from the outbox, opened as the
  * dispatcher opens it) that resets the password, none to a disabled one, and the hourly
- * budgets. test/recovery.test.ts follows the same through the pages and a real SMTP server.
+ * budgets; a mailed link used on an account whose address was never verified verifies it and
+ * removes every way in set up before (pre-hijacked accounts). test/recovery.test.ts follows the
+ * same through the pages and a real SMTP server.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { randomUUID } from 'node:crypto';
 import { hashSecret } from '../core/crypto.ts';
 import type { UserRecord } from '../store/types.ts';
-import { FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
+import { approvedGrant } from '../../test/store/fixtures.ts';
+import { FLOW_ISSUER, flowWorld, linkIdentity, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
 import type { MailMessage } from './mail/outbox.ts';
 import { RECOVERY_KEYS, requestRecovery } from './recovery.ts';
-import { resetPassword, type AccountDeps } from './users.ts';
+import { signUp } from './sign-up.ts';
+import { createResetLink, resetPassword, type AccountDeps } from './users.ts';
 
 const PER_ADDRESS = 4;
 
@@ -112,5 +117,153 @@ describe('recovering an account by e-mail ("Forgot password?")', () => {
       [],
       'no counter names the address',
     );
+  });
+});
+
+describe('a mailed reset link on an account whose address was never verified (pre-hijacked accounts)', () => {
+  let world: FlowWorld;
+  let deps: AccountDeps & { readonly passwords: FlowWorld['passwords'] };
+  let appId: string;
+
+  before(async () => {
+    world = await flowWorld({
+      TESSERA_SIGN_UP: 'open',
+      TESSERA_SIGN_UP_VERIFY: 'later',
+      TESSERA_RECOVERY_PER_EMAIL: '1000',
+      TESSERA_RECOVERY_PER_ADDRESS: '1000',
+    });
+    deps = { ...world.deps, mail: world.mail };
+    ({
+      client: { id: appId },
+    } = await world.addClient({ client_name: 'Notes', redirect_uris: ['https://notes.example/cb'], scope: 'openid' }));
+  });
+  after(() => world.close());
+
+  /**
+   * What whoever held the account could add before its address was proved: a passkey, one-time
+   * codes with their recovery codes, an upstream identity, an app's approval (its refresh
+   * tokens), and a new address waiting for its link.
+   */
+  async function addWaysIn(user: UserRecord): Promise<void> {
+    const now = world.clock.now();
+    await world.store.passkeys.create({
+      id: `passkey-of-${user.username}`,
+      userId: user.id,
+      name: "The attacker's phone",
+      publicKey: 'pQECAyYgASFYIA',
+      counter: 0,
+      transports: ['internal'],
+      deviceType: 'multiDevice',
+      backedUp: true,
+      createdAt: now,
+      lastUsedAt: null,
+    });
+    assert.equal(await world.store.totp.begin(user.id, 'JBSWY3DPEHPK3PXP', now), true);
+    assert.ok(await world.store.totp.confirm(user.id, 1, now));
+    await world.store.recoveryCodes.replace(user.id, [hashSecret(`code-${user.username}`)], now);
+    await linkIdentity(world, user.id, `upstream-${user.username}`);
+    await world.store.grants.create(approvedGrant({ id: randomUUID(), userId: user.id, clientId: appId }, now));
+    await world.store.emailChanges.create({
+      tokenHash: hashSecret(`change-${user.username}`),
+      userId: user.id,
+      email: `attacker-${user.username}@example.net`,
+      createdAt: now,
+      expiresAt: now + 3600_000,
+      usedAt: null,
+    });
+  }
+
+  /** The ways in `user` has now, counted. */
+  async function waysIn(user: UserRecord) {
+    const now = world.clock.now();
+    return {
+      passkeys: (await world.store.passkeys.listForUser(user.id)).length,
+      totp: (await world.store.totp.get(user.id)) !== null,
+      recoveryCodes: await world.store.recoveryCodes.countUnused(user.id),
+      identities: (await world.store.linkedIdentities.listForUser(user.id)).length,
+      liveGrants: (await world.store.grants.listForUser(user.id)).filter((grant) => grant.revokedAt === null).length,
+      addressWaiting: (await world.store.emailChanges.pendingFor(user.id, now)) !== null,
+    };
+  }
+  const ALL = { passkeys: 1, totp: true, recoveryCodes: 1, identities: 1, liveGrants: 1, addressWaiting: true };
+  const NONE = { passkeys: 0, totp: false, recoveryCodes: 0, identities: 0, liveGrants: 0, addressWaiting: false };
+
+  /** Asks "Forgot password?" for `email` and returns the token of the link mailed to `user`. */
+  async function mailedToken(email: string, user: UserRecord): Promise<string> {
+    assert.equal((await requestRecovery(deps, { email, ip: '198.51.100.30', locale: 'en' })).kind, 'sent');
+    const [event] = await world.store.events.list({ userId: user.id, type: 'user.reset_link_created', limit: 1 });
+    const [message] = await queuedMail(world, [event!]);
+    return new URL(String(message!.values['link'])).searchParams.get('token')!;
+  }
+
+  const reset = (token: string) => resetPassword(deps, token, 'the owner picks a new passphrase', '198.51.100.30');
+  const current = async (user: UserRecord) => (await world.store.users.get(user.id))!;
+
+  it("verifies the address and removes every way in set up before it, when the owner uses the link mailed to the attacker's account", async () => {
+    // The attacker signs up first with Ada's address; with the link later the account is made at once, unverified.
+    const made = await signUp(deps, {
+      username: 'mallory',
+      name: 'Ada Lovelace',
+      email: 'ada@example.com',
+      password: 'the attacker knows this one',
+      ip: '203.0.113.66',
+      locale: 'en',
+      returnTo: '/account',
+    });
+    assert.equal(made.kind, 'sent');
+    const account = (await world.store.users.findByUsername('mallory'))!;
+    assert.equal(account.emailVerified, false);
+    await addWaysIn(account);
+    assert.deepEqual(await waysIn(account), ALL);
+
+    // Ada, told on signing up that her address has an account, asks "Forgot password?" and uses the link.
+    const done = await reset(await mailedToken('ada@example.com', account));
+    assert.equal(done.kind, 'done');
+    if (done.kind === 'done') assert.deepEqual(done.addressProved, { passkeys: 1, totp: true, identities: 1, grants: 1 });
+    assert.equal((await current(account)).emailVerified, true, 'the address is verified: its owner received the link');
+    assert.deepEqual(await waysIn(account), NONE);
+
+    const events = await world.store.events.list({ userId: account.id, limit: 50 });
+    const verified = events.find((event) => event.type === 'user.email_verified');
+    assert.deepEqual(verified?.detail, { by: 'password_reset' });
+    const removed = events.find((event) => event.type === 'second_factor.reset');
+    assert.deepEqual(removed?.detail, { passkeys_removed: 1, totp_removed: true, identities_removed: 1, by: 'password_reset' });
+    assert.equal(events.filter((event) => event.type === 'grant.revoked' && event.detail['by'] === 'password_reset').length, 1);
+  });
+
+  it("leaves the ways in of an unverified account alone when the link is an operator's: it was never mailed to the address", async () => {
+    const bea = await world.addUser({ username: 'bea', email: 'bea@example.com' });
+    await addWaysIn(bea);
+    const token = new URL((await createResetLink(deps, bea, 3600)).url).searchParams.get('token')!;
+    const done = await reset(token);
+    assert.equal(done.kind, 'done');
+    if (done.kind === 'done') assert.equal(done.addressProved, null);
+    assert.equal((await current(bea)).emailVerified, false);
+    assert.deepEqual(await waysIn(bea), ALL);
+  });
+
+  it('leaves the ways in alone when the account proved its address already', async () => {
+    const cy = await world.addUser({ username: 'cy', email: 'cy@example.com', emailVerified: true });
+    await addWaysIn(cy);
+    const done = await reset(await mailedToken('cy@example.com', cy));
+    assert.equal(done.kind, 'done');
+    if (done.kind === 'done') assert.equal(done.addressProved, null);
+    assert.deepEqual(await waysIn(cy), ALL);
+  });
+
+  it('proves only the address the link was mailed to: another one the account has now proves nothing; the same one in another case does', async () => {
+    const dee = await world.addUser({ username: 'dee', email: 'dee@example.com' });
+    const eli = await world.addUser({ username: 'eli', email: 'eli@example.com' });
+    for (const user of [dee, eli]) await addWaysIn(user);
+    const [deeToken, eliToken] = [await mailedToken('dee@example.com', dee), await mailedToken('eli@example.com', eli)];
+    // Written straight to the store: every flow that moves an address spends the links mailed to the old one.
+    await world.store.users.update(dee.id, { email: 'dee@example.org' }, world.clock.now());
+    await world.store.users.update(eli.id, { email: 'ELI@Example.COM' }, world.clock.now());
+    assert.equal((await reset(deeToken)).kind, 'done');
+    assert.equal((await current(dee)).emailVerified, false);
+    assert.deepEqual(await waysIn(dee), ALL);
+    assert.equal((await reset(eliToken)).kind, 'done');
+    assert.equal((await current(eli)).emailVerified, true);
+    assert.deepEqual(await waysIn(eli), NONE);
   });
 });

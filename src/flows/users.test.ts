@@ -18,7 +18,7 @@ describe('password reset links', () => {
   async function liveLink(userId: string): Promise<string> {
     const token = randomToken(32);
     const now = world.clock.now();
-    await world.store.passwordResets.create({ tokenHash: hashSecret(token), userId, createdAt: now, expiresAt: now + 3600_000, usedAt: null });
+    await world.store.passwordResets.create({ tokenHash: hashSecret(token), userId, createdAt: now, expiresAt: now + 3600_000, usedAt: null, mailedTo: null });
     return token;
   }
 

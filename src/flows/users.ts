@@ -14,6 +14,7 @@ import { transactionWithEvents, type RecordEvent } from './events.ts';
 import type { AuditEvent } from '../core/events.ts';
 import { endSessionsIn, recordEnded, type EndedBy } from './session/session.ts';
 import { checkCurrentPassword, type Busy, type Limited, type PasswordCheckDeps } from './sign-in.ts';
+import { removeSecondFactorsIn } from './second-factor/reset.ts';
 import type { FlowDeps } from './types.ts';
 import type { Locale } from '../config/locales.ts';
 
@@ -72,15 +73,7 @@ export async function setDisabledIn(
   if (disabled) await tx.passwordResets.spendAllForUser(user.id, deps.clock.now());
   // Their grants are revoked, not only paused: enabling the account again must not bring
   // back the access and refresh tokens issued before. Apps ask them again.
-  let revoked = 0;
-  if (disabled) {
-    const now = deps.clock.now();
-    for (const grant of await tx.grants.listForUser(user.id)) {
-      if (!(await tx.grants.revoke(grant.id, now))) continue;
-      revoked += 1;
-      await record({ type: 'grant.revoked', userId: user.id, clientId: grant.clientId, grantId: grant.id, detail: { by } });
-    }
-  }
+  const revoked = disabled ? await revokeGrantsIn(tx, record, user.id, deps.clock.now(), by) : 0;
   await record({
     type: disabled ? 'user.disabled' : 'user.enabled',
     ...about(user),
@@ -88,6 +81,20 @@ export async function setDisabledIn(
   });
   await recordEnded(record, user, ended, by);
   return ended;
+}
+
+/**
+ * Revokes every grant of `userId` inside `tx`, and with them every access and refresh token
+ * issued under them, each with its `grant.revoked` event (`by`); how many this revoked.
+ */
+async function revokeGrantsIn(tx: Stores, record: RecordEvent, userId: string, now: number, by: string): Promise<number> {
+  let revoked = 0;
+  for (const grant of await tx.grants.listForUser(userId)) {
+    if (!(await tx.grants.revoke(grant.id, now))) continue;
+    revoked += 1;
+    await record({ type: 'grant.revoked', userId, clientId: grant.clientId, grantId: grant.id, detail: { by } });
+  }
+  return revoked;
 }
 
 /**
@@ -265,7 +272,10 @@ export async function issueResetLink(
   // one ends none, or anyone could cancel a person's link (and, past the hourly budget per
   // address, keep them from another) by asking for theirs again. Using any link ends them all.
   if (by === 'operator') await tx.passwordResets.spendAllForUser(user.id, now);
-  await tx.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt, usedAt: null });
+  // A mailed link names the address it went to: used, it shows its user reads that mailbox
+  // (`proveAddressIn`). An operator's proves nothing of the kind.
+  const mailedTo = by === 'email' ? user.email : null;
+  await tx.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt, usedAt: null, mailedTo });
   const event = await record({ type: 'user.reset_link_created', ...about(user), detail: { expires_at: new Date(expiresAt).toISOString(), by } });
   return { url: `${deps.config.issuer}${RESET_PASSWORD_PATH}?${new URLSearchParams({ token }).toString()}`, expiresAt, event };
 }
@@ -276,8 +286,78 @@ export async function findResetLink(deps: AccountDeps, token: string): Promise<P
   return deps.store.passwordResets.find(hashSecret(token), deps.clock.now());
 }
 
+/** What `proveAddressIn` took from an account whose unverified address a mailed reset link proved. */
+export interface RemovedWaysIn {
+  readonly passkeys: number;
+  /** Its TOTP secret (and with it its recovery codes). */
+  readonly totp: boolean;
+  /** Its linked upstream identities. */
+  readonly identities: number;
+  readonly grants: number;
+}
+
+/** Whether any way to sign in was removed: what the page after the reset tells the person. */
+export function removedAnyWayIn(removed: RemovedWaysIn | null): boolean {
+  return removed !== null && (removed.passkeys > 0 || removed.totp || removed.identities > 0);
+}
+
+/**
+ * What a reset link MAILED to the account's address proves when it is used: that whoever used it
+ * reads that mailbox. On an account whose address was not verified, inside `tx`: the address
+ * becomes verified (OIDC Core §5.1 email_verified: "the End-User's e-mail address has been
+ * verified"; they showed they receive its mail), and every other way in set up before it was
+ * proved goes: its passkeys, TOTP secret and recovery codes, linked upstream identities, a new
+ * address waiting for its link, and its grants (the access and refresh tokens apps hold).
+ *
+ * An unverified account may have been made by someone else with the owner's address, waiting
+ * for them: "Pre-hijacked accounts" (Sudhodanan & Paverd, USENIX Security 2022). Its owner, told
+ * on signing up that the address has an account, sets a password through "Forgot password?";
+ * what the attacker added would let them back in to whatever the owner then does: a passkey,
+ * codes or an upstream identity (the paper's trojan identifier attack), an app's refresh token
+ * (unexpired session) or a new address waiting for its link (unexpired email change). The
+ * paper's remedy: verify the address before the account is trusted, and end what was set up
+ * before it was.
+ *
+ * An operator's link (printed or shown, never mailed by the server) proves nothing of the
+ * address, nor does one whose address is not the account's now (compared without case): both
+ * leave everything as it was. Returns what was removed, or null when the link proved nothing new.
+ */
+export async function proveAddressIn(
+  deps: Pick<AccountDeps, 'clock'>,
+  tx: Stores,
+  record: RecordEvent,
+  reset: PasswordResetRecord,
+): Promise<RemovedWaysIn | null> {
+  if (reset.mailedTo === null) return null;
+  // Read in the transaction that used the link: a change of address spends the link in its own.
+  const user = await tx.users.get(reset.userId);
+  if (user === null || user.emailVerified || addressChanged(user.email, reset.mailedTo)) return null;
+  const now = Math.max(deps.clock.now(), user.updatedAt + 1);
+  await tx.users.update(user.id, { emailVerified: true }, now);
+  await record({ type: 'user.email_verified', ...about(user), detail: { by: 'password_reset' } });
+  const { passkeys, totp } = await removeSecondFactorsIn(tx, user.id);
+  const identities = await tx.linkedIdentities.removeAllForUser(user.id);
+  // A new address asked for before would move the account to whoever asked, once its link is followed.
+  await tx.emailChanges.spendAllForUser(user.id, now);
+  const grants = await revokeGrantsIn(tx, record, user.id, now, 'password_reset');
+  const removed = { passkeys, totp, identities, grants };
+  if (removedAnyWayIn(removed))
+    await record({
+      type: 'second_factor.reset',
+      ...about(user),
+      detail: { passkeys_removed: passkeys, totp_removed: totp, identities_removed: identities, by: 'password_reset' },
+    });
+  return removed;
+}
+
 export type ResetResult =
-  | { readonly kind: 'done'; readonly user: UserRecord; readonly endedSessions: readonly SessionRecord[] }
+  | {
+      readonly kind: 'done';
+      readonly user: UserRecord;
+      readonly endedSessions: readonly SessionRecord[];
+      /** What a mailed link's proof of the unverified address removed (`proveAddressIn`); null when it proved nothing new. */
+      readonly addressProved: RemovedWaysIn | null;
+    }
   | { readonly kind: 'invalid_link' }
   | { readonly kind: 'invalid'; readonly problem: string }
   | Busy;
@@ -312,15 +392,16 @@ export async function resetPassword(
   const found = await findResetLink(deps, token);
   const user = found ? await deps.store.users.get(found.userId) : null;
   if (!found || !user || user.disabled) return { kind: 'invalid_link' };
-  // Trusted: whoever holds a live link was sent it by an operator.
+  // Trusted: whoever holds a live link was sent it by an operator, or at the account's address.
   const hash = await deps.passwords.hash(password, deps.config.passwordHash, ip, { trusted: true });
   if (hash === null) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
-  const ended = await transactionWithEvents(deps, async (tx, record) => {
+  const done = await transactionWithEvents(deps, async (tx, record) => {
     const reset = await tx.passwordResets.consume(found.tokenHash, deps.clock.now());
     if (!reset) return null;
     // Using one link ends every other link of the person too.
     const sessions = await setPasswordIn(tx, reset.userId, hash, deps.clock.now());
     const event = await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });
+    const addressProved = await proveAddressIn(deps, tx, record, reset);
     // The person hears of it at their address, in the same transaction: a reset they did not make is noticed.
     if (deps.mail && user.email)
       await deps.mail.queue(tx, event, {
@@ -330,7 +411,7 @@ export async function resetPassword(
         values: { username: user.username, at: event.at },
       });
     await recordEnded(record, user, sessions, 'password_change');
-    return sessions;
+    return { sessions, addressProved };
   });
-  return ended ? { kind: 'done', user, endedSessions: ended } : { kind: 'invalid_link' };
+  return done ? { kind: 'done', user, endedSessions: done.sessions, addressProved: done.addressProved } : { kind: 'invalid_link' };
 }

@@ -79,6 +79,8 @@ export interface LinkedIdentityStore {
   usersWithEmail(email: string): Promise<UserRecord[]>;
   /** Unlinks one; false when there was no such link of this user. */
   remove(providerId: string, subject: string, userId: string): Promise<boolean>;
+  /** Unlinks every upstream identity of the user; how many there were. */
+  removeAllForUser(userId: string): Promise<number>;
 }
 
 /**

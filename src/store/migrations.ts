@@ -1497,6 +1497,18 @@ const upstreamMaxAge: Migration = {
   statements: [(t) => `ALTER TABLE upstream_logins ADD COLUMN max_age ${t.integer}`],
 };
 
+/**
+ * Version 50 (mailed reset links): the address a reset link was mailed to ("Forgot password?"),
+ * null for an operator's link and for every link made before. Used on an account whose address
+ * is unverified, only a mailed link shows that its user reads that address (flows/users.ts,
+ * `proveAddressIn`); a link made before this version proves nothing and is used as before.
+ */
+const mailedResetLinks: Migration = {
+  version: 50,
+  name: 'mailed reset links',
+  statements: [(t) => `ALTER TABLE password_resets ADD COLUMN mailed_to ${t.text}`],
+};
+
 /** Every migration, oldest first. */
 export const migrations: readonly Migration[] = [
   initial,
@@ -1542,4 +1554,5 @@ export const migrations: readonly Migration[] = [
   writesInPlace,
   eventIndexes,
   upstreamMaxAge,
+  mailedResetLinks,
 ];

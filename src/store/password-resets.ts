@@ -1,5 +1,5 @@
 /**
- * Password reset links (`tessera user reset-link`), single use.
+ * Password reset links (`tessera user reset-link`, "Forgot password?"), single use.
  */
 
 /**
@@ -12,6 +12,12 @@ export interface PasswordResetRecord {
   readonly createdAt: number;
   readonly expiresAt: number;
   readonly usedAt: number | null;
+  /**
+   * The address the server mailed the link to ("Forgot password?", flows/recovery.ts); null for
+   * an operator's link (`tessera user reset-link`, the admin API, the console), which is printed
+   * or shown and handed on by hand. Only a mailed link shows that its user reads that mailbox.
+   */
+  readonly mailedTo: string | null;
 }
 
 export interface PasswordResetStore {

@@ -710,8 +710,13 @@ export function invitationInvalidPage(ui: Ui): string {
   );
 }
 
-/** After a reset, or for a link that cannot be used. */
-export function resetDonePage(ui: Ui, done: boolean): string {
+/**
+ * After a reset, or for a link that cannot be used. `waysInRemoved`: the mailed link proved an
+ * address that had not been confirmed, and the passkeys, codes and upstream links the account
+ * had were removed (flows/users.ts `proveAddressIn`): the person is told why, and that they can
+ * add new ones.
+ */
+export function resetDonePage(ui: Ui, done: boolean, waysInRemoved = false): string {
   const { t } = ui;
   return done
     ? layout(
@@ -719,6 +724,7 @@ export function resetDonePage(ui: Ui, done: boolean): string {
         t.text('reset.done.title'),
         html`<h1>${t.html('reset.done.title')}</h1>
 <p role="status">${t.html('reset.done.text')}</p>
+${waysInRemoved ? html`<p>${t.html('reset.done.unconfirmed')}</p>` : null}
 <p><a href="${ACCOUNT_PATH}">${t.html('reset.done.signIn')}</a></p>`,
       )
     : layout(

@@ -2014,7 +2014,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const device = await givenDevice({ clientId: client.id });
         await store.devices.decide(device.userCode, { approve: true, userId: user.id, authTime: T0, grantId: grant.id }, T0);
         const session = await givenSession(user.id);
-        await store.passwordResets.create({ tokenHash: unique('reset'), userId: user.id, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null });
+        await store.passwordResets.create({ tokenHash: unique('reset'), userId: user.id, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null, mailedTo: null });
         const kept = await givenGrant(client.id, (await givenUser()).id);
 
         await store.transaction(async (tx) => {
@@ -2035,7 +2035,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('uses a reset link up once: one of two racing callers gets it, and never an expired one', async () => {
         const user = await givenUser();
-        const reset = { tokenHash: unique('reset'), userId: user.id, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null };
+        const reset = { tokenHash: unique('reset'), userId: user.id, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null, mailedTo: null };
         await store.passwordResets.create(reset);
         assert.deepEqual(await store.passwordResets.find(reset.tokenHash, T0), reset);
         const [a, b] = await Promise.all([store.passwordResets.consume(reset.tokenHash, T0 + 1), store.passwordResets.consume(reset.tokenHash, T0 + 1)]);
@@ -2049,6 +2049,16 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await store.passwordResets.create(late);
         assert.equal(await store.passwordResets.find(late.tokenHash, late.expiresAt), null);
         assert.equal(await store.passwordResets.consume(late.tokenHash, late.expiresAt), null);
+      });
+
+      it("keeps the address a reset link was mailed to, as given, and none for an operator's link", async () => {
+        const user = await givenUser();
+        const mailed = { tokenHash: unique('reset'), userId: user.id, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null, mailedTo: 'Ada@Example.com' };
+        const operators = { ...mailed, tokenHash: unique('reset'), mailedTo: null };
+        for (const reset of [mailed, operators]) await store.passwordResets.create(reset);
+        assert.deepEqual(await store.passwordResets.find(mailed.tokenHash, T0), mailed);
+        assert.deepEqual(await store.passwordResets.consume(mailed.tokenHash, T0 + 1), { ...mailed, usedAt: T0 + 1 });
+        assert.deepEqual(await store.passwordResets.consume(operators.tokenHash, T0 + 1), { ...operators, usedAt: T0 + 1 });
       });
 
       it('opens an invitation link until the moment it expires, and once', async () => {
@@ -2074,7 +2084,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it("spends every unused reset link of a user at once, and no one else's", async () => {
         const user = await givenUser();
         const other = await givenUser();
-        const link = (userId: string) => ({ tokenHash: unique('reset'), userId, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null });
+        const link = (userId: string) => ({ tokenHash: unique('reset'), userId, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null, mailedTo: null });
         const [first, second, others] = [link(user.id), link(user.id), link(other.id)];
         for (const reset of [first, second, others]) await store.passwordResets.create(reset);
         await store.passwordResets.spendAllForUser(user.id, T0 + 1);

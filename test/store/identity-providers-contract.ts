@@ -93,6 +93,28 @@ export function identityProvidersContract({ store: current, unique, givenUser }:
       assert.equal(await store.linkedIdentities.get(other.id, link.subject), null);
     });
 
+    it("unlinks every upstream identity of one user at once, and no one else's", async () => {
+      const store = current();
+      const [first, second] = [provider(), provider()];
+      for (const idp of [first, second]) await store.identityProviders.create(idp);
+      const [user, other] = [await givenUser(), await givenUser()];
+      const link = (providerId: string, subject: string, userId: string) => ({
+        providerId,
+        subject,
+        userId,
+        label: null,
+        groups: [],
+        createdAt: T0,
+        lastUsedAt: null,
+      });
+      const kept = link(first.id, unique('sub'), other.id);
+      for (const record of [link(first.id, unique('sub'), user.id), link(second.id, unique('sub'), user.id), kept]) await store.linkedIdentities.create(record);
+      assert.equal(await store.linkedIdentities.removeAllForUser(user.id), 2);
+      assert.deepEqual(await store.linkedIdentities.listForUser(user.id), []);
+      assert.deepEqual(await store.linkedIdentities.listForUser(other.id), [kept]);
+      assert.equal(await store.linkedIdentities.removeAllForUser(user.id), 0);
+    });
+
     it('finds the user who has an e-mail address, without regard to case (no second account may have it)', async () => {
       const store = current();
       const email = `${unique('person')}@Example.com`;

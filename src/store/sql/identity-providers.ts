@@ -38,6 +38,7 @@ export function identityProvidersStatements(d: Dialect) {
       WHERE provider_id = :providerId AND subject = :subject`,
     usersWithEmail: 'SELECT * FROM users WHERE lower(email) = lower(:email) ORDER BY created_at, id',
     removeLinkedIdentity: 'DELETE FROM linked_identities WHERE provider_id = :providerId AND subject = :subject AND user_id = :userId',
+    removeLinkedIdentitiesForUser: 'DELETE FROM linked_identities WHERE user_id = :userId',
 
     insertUpstreamLogin: `
       INSERT INTO upstream_logins (state_hash, provider_id, nonce, code_verifier, return_to, client_id, max_age, created_at, expires_at)
@@ -137,6 +138,7 @@ export function identityProvidersStores(
         (await q.changed('recordLinkedIdentityUse', { providerId, subject, label: use.label, groups: list(use.groups), now })) > 0,
       usersWithEmail: async (email) => (await q.all('usersWithEmail', { email })).map((row) => userFromRow(row, read)),
       remove: async (providerId, subject, userId) => (await q.changed('removeLinkedIdentity', { providerId, subject, userId })) > 0,
+      removeAllForUser: (userId) => q.changed('removeLinkedIdentitiesForUser', { userId }),
     },
     upstreamLogins: {
       create: async (record) => void (await q.changed('insertUpstreamLogin', { ...record })),

@@ -2,7 +2,7 @@
  * Password reset links: their statements, rows and store.
  */
 
-import { integer, integerOrNull, type Row, text } from '../rows.ts';
+import { integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
 import type { PasswordResetRecord, Stores } from '../types.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
 
@@ -13,6 +13,7 @@ export function passwordResetFromRow(row: Row): PasswordResetRecord {
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     usedAt: integerOrNull(row, 'used_at'),
+    mailedTo: textOrNull(row, 'mailed_to'),
   };
 }
 
@@ -20,8 +21,8 @@ export function passwordResetFromRow(row: Row): PasswordResetRecord {
 export function passwordResetsStatements(d: Dialect) {
   return {
     insertPasswordReset: `
-      INSERT INTO password_resets (token_hash, user_id, created_at, expires_at, used_at)
-      VALUES (:tokenHash, :userId, :createdAt, :expiresAt, :usedAt)`,
+      INSERT INTO password_resets (token_hash, user_id, created_at, expires_at, used_at, mailed_to)
+      VALUES (:tokenHash, :userId, :createdAt, :expiresAt, :usedAt, :mailedTo)`,
     getPasswordReset: 'SELECT * FROM password_resets WHERE token_hash = :tokenHash AND used_at IS NULL AND expires_at > :now',
     consumePasswordReset: `
       UPDATE password_resets SET used_at = :now

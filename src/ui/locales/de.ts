@@ -245,6 +245,8 @@ const de: Catalogue = {
     'Gerade melden sich viele Menschen an. Warten Sie {seconds, plural, one {# Sekunde} other {# Sekunden}} und legen Sie Ihr Passwort dann noch einmal fest.',
   'reset.done.title': 'Passwort geändert',
   'reset.done.text': 'Ihr neues Passwort ist festgelegt, und alle Browser, die angemeldet waren, wurden abgemeldet.',
+  'reset.done.unconfirmed':
+    'Ihre E-Mail-Adresse war bisher nicht bestätigt, daher könnte jemand anderes dieses Konto mit ihr eingerichtet haben. Zur Sicherheit wurden seine Passkeys, Einmalcodes und Anmeldungen über andere Dienste entfernt. Auf Ihrer Kontoseite können Sie neue einrichten.',
   'reset.done.signIn': 'Anmelden',
   'reset.invalid.title': 'Link ungültig',
   'reset.invalid.heading': 'Dieser Link kann nicht verwendet werden',

@@ -216,6 +216,8 @@ const zhHans: Catalogue = {
   'reset.busy': '现在有很多人正在登录。请等待 {seconds, plural, other {# 秒}}，然后重新设置密码。',
   'reset.done.title': '密码已更改',
   'reset.done.text': '新密码已设置，之前登录的所有浏览器均已退出登录。',
+  'reset.done.unconfirmed':
+    '你的电子邮件地址此前尚未确认，因此其他人可能用它创建了这个账户。为安全起见，此账户的通行密钥、一次性验证码和通过其他服务的登录方式已被删除。你可以在账户页面添加新的。',
   'reset.done.signIn': '登录',
   'reset.invalid.title': '链接无效',
   'reset.invalid.heading': '此链接无法使用',

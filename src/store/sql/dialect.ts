@@ -18,6 +18,12 @@ export interface Dialect {
   greatest(a: string, b: string): string;
   /** The distinct strings of two lists, as a list (a remembered grant's grown scope). */
   listUnion(a: string, b: string): string;
+  /**
+   * The locking clause of a subquery whose rows must stay until its transaction ends: in
+   * PostgreSQL `FOR KEY SHARE`, which a delete waits for and an update of other columns does
+   * not; none in SQLite, whose one writer runs each write alone.
+   */
+  readonly keepsRows: string;
   /** A parameter used where nothing around it tells PostgreSQL its type (arithmetic, CASE). */
   bigint(parameter: string): string;
   /**

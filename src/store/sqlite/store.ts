@@ -40,6 +40,7 @@ export const sqliteDialect: Dialect = {
   listUnion: (a, b) => `(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${a}) UNION SELECT value FROM json_each(${b}) ORDER BY 1))`,
   greatest: (a, b) => `MAX(${a}, ${b})`,
   bigint: (parameter) => parameter,
+  keepsRows: '',
   purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit)`,
   jsonText: (column, key) => `(CASE WHEN json_type(${column}, '$.${key}') = 'text' THEN json_extract(${column}, '$.${key}') END)`,
   jsonMembers: (column, key, member) =>

@@ -51,7 +51,7 @@ async function seed(store: Store) {
   await store.grants.create(grant);
   await store.codes.create(code);
   await store.devices.create(device);
-  await store.devices.decide(device.userCode, { approve: true, userId: user.id, authTime: T0, grantId: grant.id }, T0 + MINUTE);
+  await store.devices.decide(device, { approve: true, userId: user.id, authTime: T0, grantId: grant.id }, T0 + MINUTE);
   return { client, user, grant, code, device };
 }
 

@@ -2,11 +2,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import { ManualClock } from '../src/core/clock.ts';
+import { deviceCodeKey, newDeviceCode } from '../src/flows/device/device-code.ts';
+import { normalizeUserCode } from '../src/flows/device/user-code.ts';
 import { cookieNames } from '../src/flows/session/cookies.ts';
 import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/device.ts';
 import { assertApprovalPage } from './helpers/browser.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
+import { pendingDevice } from './store/fixtures.ts';
 
 const MINUTE = 60_000;
 
@@ -170,6 +173,23 @@ describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
     clock.advance(10_000); // past the poll interval (RFC 8628 §3.5), not to be told slow_down
     const tokens = await poll(server, client, started.device_code);
     assert.equal(decodeJwt(tokens.body['access_token'] as string).sub, other.id);
+  });
+
+  it('decides nothing from a page shown for a request that has expired since and whose code another request was given', async () => {
+    const started = await startDevice(server, client);
+    const browser = new BrowserAt(server.url, address());
+    const shown = await browser.reachApproval(started.user_code, user);
+    clock.advance(10 * MINUTE);
+    // The next request drawing the same code (one in 2.56 × 10^10 does) replaces the expired one.
+    const now = clock.now();
+    const deviceCode = newDeviceCode(now);
+    const userCode = normalizeUserCode(started.user_code)!;
+    const next = pendingDevice(client.clientId, { deviceCodeHash: deviceCodeKey(deviceCode), userCode, createdAt: now, expiresAt: now + 10 * MINUTE });
+    assert.equal(await server.store.devices.create(next), true);
+    const posted = await browser.submit(shown, '/device/approve', { decision: 'approve' });
+    assert.equal(posted.status, 400);
+    assert.match(text(posted), /That code is not valid, or it has expired/);
+    assertPollError(await poll(server, client, deviceCode), 'authorization_pending');
   });
 
   it('refuses a code form posted without its CSRF token, or from another site', async () => {

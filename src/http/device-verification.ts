@@ -41,6 +41,12 @@ function single(params: RawParams, name: string): string {
 
 /** The approval form's field naming the sign-in session the page was shown in (its public `sid`). */
 const SHOWN_IN = 'shown_in';
+/**
+ * The approval form's field naming the request the page was shown for: its device code's hash,
+ * which the person's browser may hold (a poll hashes the device code it is sent, so the hash
+ * gets no tokens), unlike the device code.
+ */
+const SHOWN_FOR = 'shown_for';
 
 /**
  * The verification pages a person uses on a second screen (RFC 8628 §3.3): enter the code,
@@ -100,7 +106,8 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
         // The sign-in session the page was shown in: a decision posted from it once the browser
         // is signed in as someone else (another tab signed out, then in as another person) would
         // give the device to an account its approver never saw. The page is shown again instead.
-        fields: { user_code: userCode, [SHOWN_IN]: session.sid },
+        // The request too: a user code is given again once its request has expired.
+        fields: { user_code: userCode, [SHOWN_IN]: session.sid, [SHOWN_FOR]: record.deviceCodeHash },
         clientName: client.name,
         ...unverifiedClient(client),
         access,
@@ -176,6 +183,7 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
     const member = organizationPolicy(memberships);
     // The organization chosen is the person's input: the flow checks it against their memberships.
     const posted = typeof form['organization'] === 'string' ? form['organization'].slice(0, 200) : null;
+    const shownFor = form[SHOWN_FOR] === undefined ? {} : { shownFor: single(form, SHOWN_FOR) };
     const result = await decideDeviceRequest(
       forRequest(deps, request),
       attemptOf(request, typed),
@@ -186,8 +194,9 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
             // The sign-in policy, checked again at the decision: the page may have been open for long.
             check: (client) => assertApprovalAllowed(deps.config, client, signedIn.session, null, member),
             organization: { memberships, posted },
+            ...shownFor,
           }
-        : { approve: false, userId: signedIn.user.id },
+        : { approve: false, userId: signedIn.user.id, ...shownFor },
     );
     // Approved with no choice of theirs (none posted, or one not theirs): the page asks again.
     if (result.kind === 'choose') return approvalPage(request, reply, result.record, result.client, signedIn.user, memberships, signedIn.session);

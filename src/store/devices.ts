@@ -55,10 +55,15 @@ export interface DeviceAuthorizationStore {
   /** The record with this user code that has not expired at `now`, whatever its status. */
   findByUserCode(userCode: string, now: number): Promise<DeviceAuthorizationRecord | null>;
   /**
-   * Records the user's decision: only a pending, unexpired record changes; returns the
-   * updated record, or null when there was none to decide.
+   * Records the user's decision on `record`, the request they were shown: only while it is
+   * pending and unexpired; returns the updated record, or null when there was none to decide.
+   * Another record given the same user code since (the first expired) is not decided.
    */
-  decide(userCode: string, decision: DeviceDecision, now: number): Promise<DeviceAuthorizationRecord | null>;
+  decide(
+    record: Pick<DeviceAuthorizationRecord, 'userCode' | 'deviceCodeHash'>,
+    decision: DeviceDecision,
+    now: number,
+  ): Promise<DeviceAuthorizationRecord | null>;
   /**
    * One poll by the device: one indexed lookup and one write. Null when no record has this
    * hash for this client, or it is bound to a DPoP key (`dpopJkt`) other than `dpopJkt`

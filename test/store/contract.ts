@@ -216,7 +216,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     async function givenApprovedDevice(overrides: Partial<DeviceAuthorizationRecord> = {}): Promise<DeviceAuthorizationRecord> {
       const record = await givenDevice(overrides);
       const user = await givenUser();
-      const decided = await store.devices.decide(record.userCode, { approve: true, userId: user.id, authTime: T0, grantId: unique('grant') }, T0 + MINUTE);
+      const decided = await store.devices.decide(record, { approve: true, userId: user.id, authTime: T0, grantId: unique('grant') }, T0 + MINUTE);
       assert.ok(decided);
       return decided;
     }
@@ -1044,7 +1044,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(ours, [first, later]);
         assert.ok(![approved, expired].some((record) => ours.some((listed) => listed.userCode === record.userCode)));
         assert.equal((await store.devices.listPending(T0 + MINUTE, 1)).length, 1);
-        await store.devices.decide(first.userCode, { approve: false }, T0 + MINUTE);
+        await store.devices.decide(first, { approve: false }, T0 + MINUTE);
         assert.deepEqual(
           (await store.devices.listPending(T0 + MINUTE, 1000)).filter((record) => record.clientId === client.id),
           [later],
@@ -1148,7 +1148,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const record = await givenDevice();
         const user = await givenUser();
         const approval = { approve: true, userId: user.id, authTime: T0, grantId: unique('grant') } as const;
-        const decided = await store.devices.decide(record.userCode, approval, T0 + MINUTE);
+        const decided = await store.devices.decide(record, approval, T0 + MINUTE);
         assert.deepEqual(decided, {
           ...record,
           status: 'approved',
@@ -1157,14 +1157,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           grantId: approval.grantId,
           decidedAt: T0 + MINUTE,
         });
-        assert.equal(await store.devices.decide(record.userCode, { approve: false }, T0 + 2 * MINUTE), null);
-        assert.equal(await store.devices.decide(record.userCode, approval, T0 + 2 * MINUTE), null);
+        assert.equal(await store.devices.decide(record, { approve: false }, T0 + 2 * MINUTE), null);
+        assert.equal(await store.devices.decide(record, approval, T0 + 2 * MINUTE), null);
         assert.deepEqual(await store.devices.findByUserCode(record.userCode, T0 + 2 * MINUTE), decided);
       });
 
       it('records a denial', async () => {
         const record = await givenDevice();
-        assert.deepEqual(await store.devices.decide(record.userCode, { approve: false }, T0 + MINUTE), {
+        assert.deepEqual(await store.devices.decide(record, { approve: false }, T0 + MINUTE), {
           ...record,
           status: 'denied',
           decidedAt: T0 + MINUTE,
@@ -1173,9 +1173,22 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('decides nothing for an expired record or an unknown user code', async () => {
         const record = await givenDevice();
-        assert.equal(await store.devices.decide(record.userCode, { approve: false }, record.expiresAt), null);
-        assert.equal(await store.devices.decide('BCDFGHJK', { approve: false }, T0), null);
+        assert.equal(await store.devices.decide(record, { approve: false }, record.expiresAt), null);
+        assert.equal(await store.devices.decide({ userCode: 'BCDFGHJK', deviceCodeHash: 'no-such-device-code' }, { approve: false }, T0), null);
         assert.deepEqual(await store.devices.findByUserCode(record.userCode, T0), record);
+      });
+
+      it('decides only the record it was asked about, not a new one given its user code after it expired', async () => {
+        const shown = await givenDevice();
+        const reuse = deviceRecord(shown.clientId, { userCode: shown.userCode, createdAt: shown.expiresAt, expiresAt: shown.expiresAt + 10 * MINUTE });
+        assert.equal(await store.devices.create(reuse), true);
+        const user = await givenUser();
+        const approval = { approve: true, userId: user.id, authTime: T0, grantId: unique('grant') } as const;
+        for (const decision of [approval, { approve: false } as const]) {
+          assert.equal(await store.devices.decide(shown, decision, reuse.createdAt + MINUTE), null);
+        }
+        assert.deepEqual(await store.devices.findByUserCode(reuse.userCode, reuse.createdAt + MINUTE), reuse, 'the new request still waits');
+        assert.equal((await store.devices.decide(reuse, approval, reuse.createdAt + MINUTE))?.status, 'approved');
       });
 
       it('records a decision for exactly one of 10 concurrent deciders', async () => {
@@ -1184,7 +1197,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const results = await Promise.all(
           Array.from({ length: 10 }, (_, i) =>
             store.devices.decide(
-              record.userCode,
+              record,
               i % 2 === 0 ? { approve: true, userId: user.id, authTime: T0, grantId: `grant-${i}` } : { approve: false },
               T0 + MINUTE,
             ),
@@ -1275,7 +1288,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
         it('answers denied to a denied record', async () => {
           const record = await givenDevice();
-          await store.devices.decide(record.userCode, { approve: false }, T0 + MINUTE);
+          await store.devices.decide(record, { approve: false }, T0 + MINUTE);
           const result = await store.devices.poll(record.deviceCodeHash, record.clientId, T0 + 2 * MINUTE);
           assert.equal(result?.outcome, 'denied');
           assert.equal(result.record.status, 'denied');
@@ -1285,7 +1298,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           const pending = await givenDevice();
           const approved = await givenApprovedDevice();
           const denied = await givenDevice();
-          await store.devices.decide(denied.userCode, { approve: false }, T0 + MINUTE);
+          await store.devices.decide(denied, { approve: false }, T0 + MINUTE);
           const expiry = T0 + 10 * MINUTE;
           for (const record of [pending, approved, denied]) {
             // A poll just before expiry makes the expired one also too soon: expired still wins.
@@ -1309,7 +1322,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           const consumed = await givenApprovedDevice();
           await store.devices.poll(consumed.deviceCodeHash, consumed.clientId, T0 + 2 * MINUTE);
           const denied = await givenDevice();
-          await store.devices.decide(denied.userCode, { approve: false }, T0 + MINUTE);
+          await store.devices.decide(denied, { approve: false }, T0 + MINUTE);
           await store.devices.poll(denied.deviceCodeHash, denied.clientId, T0 + 2 * MINUTE);
 
           const afterConsumed = await store.devices.poll(consumed.deviceCodeHash, consumed.clientId, T0 + 2 * MINUTE + 1);
@@ -1323,7 +1336,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         it('answers slow_down before issue to an approved record polled too soon, and issues on the next timely poll', async () => {
           const approved = await givenDevice({ lastPolledAt: T0 + MINUTE - SECOND });
           const user = await givenUser();
-          await store.devices.decide(approved.userCode, { approve: true, userId: user.id, authTime: T0, grantId: 'g' }, T0 + MINUTE);
+          await store.devices.decide(approved, { approve: true, userId: user.id, authTime: T0, grantId: 'g' }, T0 + MINUTE);
           const tooSoon = await store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + MINUTE);
           assert.equal(tooSoon?.outcome, 'slow_down');
           assert.equal(tooSoon.record.status, 'approved');
@@ -1354,7 +1367,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           const approved = await givenApprovedDevice();
           const polledJustNow = await givenDevice({ lastPolledAt: T0 + 2 * MINUTE - SECOND });
           const denied = await givenDevice();
-          await store.devices.decide(denied.userCode, { approve: false }, T0 + MINUTE);
+          await store.devices.decide(denied, { approve: false }, T0 + MINUTE);
           const otherClients = await givenDevice();
           const [a, b, c, d, e, unknown] = await Promise.all([
             store.devices.poll(pending.deviceCodeHash, pending.clientId, T0 + 2 * MINUTE),
@@ -2012,7 +2025,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const code = await givenCode({ clientId: client.id, userId: user.id, grantId: grant.id });
         const refresh = await givenRefreshToken({ clientId: client.id, userId: user.id, grantId: grant.id });
         const device = await givenDevice({ clientId: client.id });
-        await store.devices.decide(device.userCode, { approve: true, userId: user.id, authTime: T0, grantId: grant.id }, T0);
+        await store.devices.decide(device, { approve: true, userId: user.id, authTime: T0, grantId: grant.id }, T0);
         const session = await givenSession(user.id);
         await store.passwordResets.create({ tokenHash: unique('reset'), userId: user.id, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null, mailedTo: null });
         const kept = await givenGrant(client.id, (await givenUser()).id);
@@ -2099,7 +2112,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const device = await givenDevice({ createdAt: at, expiresAt: at + 10 * MINUTE });
         await givenDevice({ createdAt: at - HOUR, expiresAt: at - 1 });
         assert.equal(await store.devices.countPending(at), before + 1);
-        await store.devices.decide(device.userCode, { approve: false }, at);
+        await store.devices.decide(device, { approve: false }, at);
         assert.equal(await store.devices.countPending(at), before);
       });
     });

@@ -51,7 +51,7 @@ async function seed(store: Store) {
   await store.grants.create(grant);
   await store.codes.create(code);
   await store.devices.create(device);
-  await store.devices.decide(device.userCode, { approve: true, userId: user.id, authTime: T0, grantId: grant.id }, T0 + MINUTE);
+  await store.devices.decide(device, { approve: true, userId: user.id, authTime: T0, grantId: grant.id }, T0 + MINUTE);
   return { client, user, grant, code, device };
 }
 
@@ -207,6 +207,69 @@ describePostgres('PostgreSQL', () => {
       } finally {
         await a.close();
         await b.close();
+      }
+    });
+
+    it('tells the client of a code redeemed during a logout, or refuses the code (Back-Channel Logout 1.0 §2.7)', async () => {
+      const schema = fresh();
+      const store = await openPostgresStore(url, { schema });
+      const holder = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+      const watcher = new pg.Client({ connectionString: url });
+      await holder.connect();
+      await watcher.connect();
+      /** The backends waiting for a lock `pid` holds; read outside a transaction, which would keep showing its first look. */
+      const waitingFor = async (pid: number): Promise<number[]> =>
+        (await watcher.query('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid])).rows.map((row: { pid: number }) => row.pid);
+      /** Asks `probe` again until it answers something. */
+      const until = async <T>(probe: () => Promise<T>): Promise<NonNullable<T>> => {
+        for (;;) {
+          const answer = await probe();
+          if (answer) return answer;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      };
+      try {
+        const { client, user, grant } = await seed(store);
+        const session = {
+          idHash: 'session-1',
+          sid: 'sid-1',
+          userId: user.id,
+          authTime: T0,
+          createdAt: T0,
+          expiresAt: T0 + 60 * MINUTE,
+          ip: null,
+          userAgent: null,
+        };
+        await store.sessions.create(session);
+        const code = pendingCode('code-in-session', grant, { sid: session.sid });
+        await store.codes.create(code);
+        // Another transaction on the grant's row (another code of it being issued) holds the
+        // redemption back once it has seen the session live.
+        await holder.query('BEGIN');
+        await holder.query('UPDATE grants SET last_used_at = $1 WHERE id = $2', [T0, grant.id]);
+        const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+        const redemption = store.codes.redeem(code.hash, code, T0 + MINUTE, {
+          activeUntil: T0 + 60 * MINUTE,
+          sessionClient: { sid: session.sid, expiresAt: session.expiresAt },
+        });
+        const redeemer = await until(async () => (await waitingFor(holderPid))[0]);
+        // The person signs out meanwhile: the session ends, then its clients are taken to be told.
+        let loggedOut = false;
+        const logout = (async () => {
+          await store.sessions.remove(session.idHash);
+          const told = await store.sessions.takeClients(session.sid);
+          loggedOut = true;
+          return told;
+        })();
+        // Until it has ended, or waits for the redemption.
+        await until(async () => loggedOut || (await waitingFor(redeemer)).length > 0);
+        await holder.query('ROLLBACK');
+        const [redeemed, told] = await Promise.all([redemption, logout]);
+        assert.ok(redeemed === null || told.includes(client.id), `the code was redeemed, and the logout told ${JSON.stringify(told)}`);
+      } finally {
+        await holder.end();
+        await watcher.end();
+        await store.close();
       }
     });
 

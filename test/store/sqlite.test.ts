@@ -283,7 +283,7 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     const path = join(dir, 'restart.db');
     const before = openSqliteStore(path);
     const { grant, device, approval } = await seed(before, 'restart');
-    const approved = await before.devices.decide(device.userCode, approval, T0 + MINUTE);
+    const approved = await before.devices.decide(device, approval, T0 + MINUTE);
     await before.close();
 
     const after = openSqliteStore(path);
@@ -302,7 +302,7 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     try {
       const { client, code, device, approval } = await seed(a, 'two');
       assert.deepEqual(await b.clients.get(client.id), { ...client, version: 1, tokensRevokedAt: null });
-      assert.ok(await b.devices.decide(device.userCode, approval, T0 + MINUTE));
+      assert.ok(await b.devices.decide(device, approval, T0 + MINUTE));
       assert.equal((await a.devices.findByUserCode(device.userCode, T0 + MINUTE))?.status, 'approved');
 
       const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).codes.consume(code.hash, code, T0 + 1)));
@@ -454,7 +454,7 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     const path = join(dir, 'workers.db');
     const store = openSqliteStore(path);
     const { code, device, approval } = await seed(store, 'workers');
-    await store.devices.decide(device.userCode, approval, T0 + MINUTE);
+    await store.devices.decide(device, approval, T0 + MINUTE);
     await store.close();
 
     const task: WorkerTask = {

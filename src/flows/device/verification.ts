@@ -66,7 +66,7 @@ export type DecisionResult =
   | { readonly kind: 'choose'; readonly record: DeviceAuthorizationRecord; readonly client: ClientRecord }
   | { readonly kind: 'done'; readonly approved: boolean; readonly record: DeviceAuthorizationRecord; readonly client: ClientRecord };
 
-export type Decision =
+export type Decision = (
   | {
       readonly approve: true;
       readonly session: SessionRecord;
@@ -78,7 +78,14 @@ export type Decision =
        */
       readonly organization?: { readonly memberships: readonly Membership[]; readonly posted: string | null };
     }
-  | { readonly approve: false; readonly userId: string };
+  | { readonly approve: false; readonly userId: string }
+) & {
+  /**
+   * The request the page was shown for (its `deviceCodeHash`); absent when the post is no
+   * page's form. Another request that the code names now is not decided.
+   */
+  readonly shownFor?: string;
+};
 
 /** Where the device asked from, beside the approver's own address in a device event. */
 function deviceDetail(record: DeviceAuthorizationRecord): Record<string, string | null> {
@@ -174,13 +181,16 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
   const found = await findDeviceRequest(deps, attempt);
   if (found.kind !== 'pending') return found;
   const { record, client } = found;
+  // The request the page showed has expired and its code was given to another since: this
+  // one its approver never saw. They enter the code again, and are shown it.
+  if (decision.shownFor !== undefined && decision.shownFor !== record.deviceCodeHash) return { kind: 'unknown' };
   const now = deps.clock.now();
   if (decision.approve) decision.check?.(client);
 
   if (!decision.approve) {
-    const denied = await deps.store.devices.decide(record.userCode, { approve: false }, now);
+    const denied = await deps.store.devices.decide(record, { approve: false }, now);
     if (denied) await deps.events.emit({ type: 'device.denied', userId: decision.userId, clientId: record.clientId, detail: deviceDetail(record) });
-    return denied ? { kind: 'done', approved: false, record: denied, client } : settledState(deps, record.userCode);
+    return denied ? { kind: 'done', approved: false, record: denied, client } : settledState(deps, record);
   }
 
   // The organization is the person's input, checked against their memberships as the code
@@ -209,7 +219,7 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
       ...signInFacts(session, null),
       ...(organizationId === null ? {} : { organizationId }),
     });
-    const decided = await tx.devices.decide(record.userCode, { approve: true, userId: session.userId, authTime: session.authTime, grantId }, now);
+    const decided = await tx.devices.decide(record, { approve: true, userId: session.userId, authTime: session.authTime, grantId }, now);
     if (!decided) throw new DecisionLost();
     await recordEvent({
       type: 'device.approved',
@@ -223,14 +233,14 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
     if (error instanceof DecisionLost) return null;
     throw error;
   });
-  return approved ? { kind: 'done', approved: true, record: approved, client } : settledState(deps, record.userCode);
+  return approved ? { kind: 'done', approved: true, record: approved, client } : settledState(deps, record);
 }
 
 /** Rolls back the grant of an approval that lost its decision. */
 class DecisionLost extends Error {}
 
 /** After losing a decision: the request was decided by someone else, or has just expired. */
-async function settledState(deps: FlowDeps, userCode: string): Promise<LookupFailure> {
-  const record = await deps.store.devices.findByUserCode(userCode, deps.clock.now());
-  return record ? { kind: 'decided', record } : { kind: 'unknown' };
+async function settledState(deps: FlowDeps, lost: DeviceAuthorizationRecord): Promise<LookupFailure> {
+  const record = await deps.store.devices.find(lost.deviceCodeHash);
+  return record !== null && record.status !== 'pending' && record.expiresAt > deps.clock.now() ? { kind: 'decided', record } : { kind: 'unknown' };
 }

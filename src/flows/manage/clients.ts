@@ -6,6 +6,7 @@
 import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
+import type { EventInput } from '../../core/events.ts';
 import { lookalikeOf } from '../../core/lookalike.ts';
 import { normalizeCidr } from '../../core/networks.ts';
 import { requestRefusal, type UrlRule } from '../../core/outbound.ts';
@@ -27,9 +28,9 @@ import {
 } from '../../core/protocol.ts';
 import { isLoopbackIssuer, redirectUriProblem } from '../../core/redirect-uri.ts';
 import { OPERATOR_GIVEN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
-import { DuplicateError, type ClientChanges, type ClientRecord, type SelfRegistration, type Store } from '../../store/types.ts';
+import { DuplicateError, type ClientChanges, type ClientRecord, type SelfRegistration, type Store, type Stores } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
-import { transactionWithEvents } from '../events.ts';
+import { transactionWithEvents, type RecordEvent } from '../events.ts';
 import { checkMayChangeClient, checkScopesGiven } from './authority.ts';
 import type { ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound, problem } from './errors.ts';
@@ -537,6 +538,7 @@ export async function listClients(deps: Pick<ManageDeps, 'store'>, query: Client
  * sees the change at its next request: each reads clients from the database, and
  * PostgreSQL's instances drop a cached client when the trigger announces its change. A
  * client that had no secret and now authenticates with one gets a new one, returned once.
+ * The change and its `client.updated` event commit together.
  */
 export async function updateClient(
   deps: ManageDeps,
@@ -545,6 +547,34 @@ export async function updateClient(
   expectedVersion?: number,
   by: ChangedBy = 'operator',
 ): Promise<ClientWithSecret> {
+  const update = await checkClientUpdate(deps, id, changes, expectedVersion, by);
+  return transactionWithEvents(deps, (tx, record) => updateClientIn(tx, record, update));
+}
+
+/** A change of a registration that `checkClientUpdate` has checked and `updateClientIn` writes. */
+export interface CheckedClientUpdate {
+  readonly id: string;
+  /** The registration as it will be. */
+  readonly next: ClientChanges;
+  /** The version the change was checked against: the write is refused unless it is still current. */
+  readonly version: number;
+  /** A new secret, when the change gives the client one. */
+  readonly secret: string | null;
+  readonly event: EventInput;
+}
+
+/**
+ * `updateClient`'s checks, outside any transaction (they read the store, and the name check
+ * runs on the worker pool): what `updateClientIn` writes, for a caller that writes it with
+ * changes of its own in one transaction (an RFC 7592 update and its token rotation).
+ */
+export async function checkClientUpdate(
+  deps: ManageDeps,
+  id: string,
+  changes: ClientMetadata,
+  expectedVersion?: number,
+  by: ChangedBy = 'operator',
+): Promise<CheckedClientUpdate> {
   checkBounds(CLIENT_FIELDS, changes);
   const client = await getClient(deps, id);
   checkMayChangeClient(deps.caller, client);
@@ -621,18 +651,28 @@ export async function updateClient(
     checkScopesGiven(deps.caller, id, client.scopes, next.scopes);
   }
   if (by === 'client') await checkNotPassingFor(deps, next);
-  // The version read is the one checked: the client cannot have gained scopes the caller lacks in between.
-  const updated = await deps.store.clients.update(id, next, expectedVersion ?? client.version ?? 1);
+  return {
+    id,
+    next,
+    // The version read is the one checked: the client cannot have gained scopes the caller lacks in between.
+    version: expectedVersion ?? client.version ?? 1,
+    secret,
+    event: { type: 'client.updated', clientId: id, detail: { fields: Object.keys(changes).join(' '), by, ...(unverified ? { verified: false } : {}) } },
+  };
+}
+
+/**
+ * Writes a checked update inside a transaction the caller holds. A registration changed since
+ * the check is refused as stale, and throwing rolls back what the caller wrote with it.
+ */
+export async function updateClientIn(tx: Stores, record: RecordEvent, update: CheckedClientUpdate): Promise<ClientWithSecret> {
+  const updated = await tx.clients.update(update.id, update.next, update.version);
   if (!updated) {
-    const now = await getClient(deps, id);
-    throw stale(now);
+    const now = await tx.clients.get(update.id);
+    throw now === null ? notFound`no client with id ${update.id}` : stale(now);
   }
-  await deps.events.emit({
-    type: 'client.updated',
-    clientId: id,
-    detail: { fields: Object.keys(changes).join(' '), by, ...(unverified ? { verified: false } : {}) },
-  });
-  return { client: updated, secret };
+  await record(update.event);
+  return { client: updated, secret: update.secret };
 }
 
 /**

@@ -57,11 +57,14 @@ export async function denyDevice(deps: ManageDeps, userCode: string, reason: str
   if (reason !== null && (reason.length > MAX_REASON || /[\p{Cc}]/u.test(reason)))
     throw invalid`${field('reason')}: at most ${MAX_REASON} characters, on one line`;
   const now = deps.clock.now();
-  const denied = await deps.store.devices.decide(code, { approve: false }, now);
+  const found = await deps.store.devices.findByUserCode(code, now);
+  const denied = found === null ? null : await deps.store.devices.decide(found, { approve: false }, now);
   if (denied === null) {
-    const found = await deps.store.devices.findByUserCode(code, now);
-    if (found === null) throw notFound`no device request with user code ${formatUserCode(code)} is waiting (unknown or expired)`;
-    throw conflict`the device request ${formatUserCode(code)} was already ${found.status === 'denied' ? 'denied' : 'approved'}${found.status === 'denied' ? '' : ': revoke its grant instead'}`;
+    // Decided before, or since it was read; or gone (expired, or never there).
+    const settled = found === null ? null : await deps.store.devices.find(found.deviceCodeHash);
+    if (settled === null || settled.status === 'pending' || settled.expiresAt <= now)
+      throw notFound`no device request with user code ${formatUserCode(code)} is waiting (unknown or expired)`;
+    throw conflict`the device request ${formatUserCode(code)} was already ${settled.status === 'denied' ? 'denied' : 'approved'}${settled.status === 'denied' ? '' : ': revoke its grant instead'}`;
   }
   await deps.events.emit({
     type: 'device.denied',

@@ -95,4 +95,21 @@ describe('dynamic client registration (RFC 7591, RFC 7592)', () => {
     assert.notEqual(replaced.registrationAccessToken, first.registrationAccessToken, 'the token is rotated');
     assert.equal(await outcome(() => registrationOwner(app, first.client.id, first.registrationAccessToken)), 'invalid_token', 'the old token is spent');
   });
+
+  it('refuses an update made with a token another update has rotated, and writes nothing of it (RFC 7592 §2.2)', async () => {
+    const made = await register(app, { client_name: 'Notes', redirect_uris: [NATIVE], token_endpoint_auth_method: 'none' }, 'token');
+    const id = made.client.id;
+    const token = made.registrationAccessToken!;
+    // B checks the token while it is still current; A's update then commits and rotates it.
+    const checkedByB = await registrationOwner(app, id, token);
+    const a = await replaceRegistration(app, checkedByB, token, { client_id: id, client_name: 'From A', redirect_uris: [NATIVE] }, 'token');
+    // B reads the client after A's commit, so its version check alone would let it through.
+    const readByB = (await world.store.clients.get(id))!;
+    assert.equal(
+      await outcome(() => replaceRegistration(app, readByB, token, { client_id: id, client_name: 'From B', redirect_uris: [NATIVE] }, 'token')),
+      'invalid_token',
+    );
+    assert.equal((await world.store.clients.get(id))?.name, 'From A', 'the acknowledged update stands: the refused one wrote nothing');
+    assert.equal((await registrationOwner(app, id, a.registrationAccessToken)).id, id, "A's new token still manages the registration");
+  });
 });

@@ -14,8 +14,9 @@ import { isNativeAppRedirect } from '../../core/redirect-uri.ts';
 import { OPERATOR_GIVEN_SCOPES } from '../../core/scopes.ts';
 import type { ClientRecord } from '../../store/types.ts';
 import { Attempt, isRefusal } from '../attempts.ts';
+import { transactionWithEvents } from '../events.ts';
 import { countedAddress, networkOf } from '../../core/networks.ts';
-import { clientJson, createClient, removeClient, updateClient, type ClientMetadata } from '../manage/clients.ts';
+import { checkClientUpdate, clientJson, createClient, removeClient, updateClientIn, type ClientMetadata } from '../manage/clients.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { ManageError } from '../manage/errors.ts';
 import { checkBounds } from '../manage/fields/field.ts';
@@ -325,19 +326,22 @@ export async function replaceRegistration(
     request_object_signing_alg: metadata.request_object_signing_alg ?? null,
     redirect_uris: metadata.redirect_uris ?? [],
   };
-  let updated;
+  const next = randomToken(32);
   try {
-    updated = await updateClient(deps, client.id, replacement, client.version ?? 1, 'client');
+    const update = await checkClientUpdate(deps, client.id, replacement, client.version ?? 1, 'client');
+    // Of two updates made with one token, the one that rotates it first is the one written:
+    // the other finds the token gone and writes nothing, whichever client version it read.
+    // An update refused as stale throws, which rolls its rotation back.
+    const updated = await transactionWithEvents(deps, async (tx, record) => {
+      if (!(await tx.registrationTokens.rotate(client.id, hashSecret(token), hashSecret(next), deps.clock.now()))) {
+        throw new OAuthError('invalid_token', 'the registration access token was used by another update');
+      }
+      return updateClientIn(tx, record, update);
+    });
+    return { ...updated, registrationAccessToken: next };
   } catch (error) {
     throw asRegistrationError(error);
   }
-  const next = randomToken(32);
-  // Of two updates made with one token, the first to get here rotates it; the other's
-  // version check above has already refused it.
-  if (!(await deps.store.registrationTokens.rotate(client.id, hashSecret(token), hashSecret(next), deps.clock.now()))) {
-    throw new OAuthError('invalid_token', 'the registration access token was used by another update');
-  }
-  return { ...updated, registrationAccessToken: next };
 }
 
 /** RFC 7592 §2.3: the app removes its registration, and everything issued to it. */

@@ -70,6 +70,7 @@ export const postgresDialect: Dialect = {
     `ARRAY(SELECT value FROM unnest(${column}) WITH ORDINALITY AS item (value, position) WHERE value NOT IN ${names} ORDER BY position)`,
   greatest: (a, b) => `GREATEST(${a}, ${b})`,
   bigint: (parameter) => `${parameter}::bigint`,
+  keepsRows: 'FOR KEY SHARE',
   jsonText: (column, key) => `(CASE WHEN jsonb_typeof(${column}->'${key}') = 'string' THEN ${column}->>'${key}' END)`,
   jsonMembers: (column, key, member) =>
     `(SELECT e->>'${member}' AS v FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${column}->'${key}') = 'array' THEN ${column}->'${key}' ELSE '[]'::jsonb END) e)`,
@@ -311,7 +312,7 @@ const CONSUME_CODES = `
     AND authorization_codes.code_challenge = redemptions.code_challenge
     AND (authorization_codes.dpop_jkt IS NULL OR authorization_codes.dpop_jkt = redemptions.dpop_jkt)
     AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
-    AND ${LIVE_SESSION('authorization_codes', 'redemptions.now')}
+    AND ${LIVE_SESSION(postgresDialect, 'authorization_codes', 'redemptions.now')}
   RETURNING authorization_codes.*`;
 
 interface Redemption extends Readonly<Record<string, string | number | null>> {
@@ -436,7 +437,7 @@ const REDEEM_CODES = `
       AND authorization_codes.code_challenge = redemptions.code_challenge
       AND (authorization_codes.dpop_jkt IS NULL OR authorization_codes.dpop_jkt = redemptions.dpop_jkt)
       AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
-      AND ${LIVE_SESSION('authorization_codes', 'redemptions.now')}
+      AND ${LIVE_SESSION(postgresDialect, 'authorization_codes', 'redemptions.now')}
     RETURNING authorization_codes.*
   ), ${REDEEMED.used}, ${REDEEMED.refreshed}, joined AS (
     INSERT INTO session_clients (sid, client_id, expires_at)

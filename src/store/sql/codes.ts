@@ -43,10 +43,15 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
  * ID token for a session no logout token will ever end (Back-Channel Logout 1.0 §2.7: the
  * logout found no client to tell), as Keycloak refuses a code whose session is not active.
  * Checked in the statement that redeems the code and records the session's client, so that a
- * logout either comes after both or finds the code refused. `table` is the codes' name or alias.
+ * logout either comes after both or finds the code refused. On PostgreSQL that needs the
+ * session's row kept (`keepsRows`): under READ COMMITTED a redemption that saw the session
+ * and then waited (on its grant's row) would otherwise record its client after a logout had
+ * deleted the session and taken the clients it found. Kept, the logout's delete waits for the
+ * redemption to commit and then finds its client; a delete that came first makes the
+ * redemption wait, then find no session. `table` is the codes' name or alias.
  */
-export const LIVE_SESSION = (table: string, now: string) =>
-  `(${table}.sid IS NULL OR EXISTS (SELECT 1 FROM sessions WHERE sessions.sid = ${table}.sid AND sessions.expires_at > ${now}))`;
+export const LIVE_SESSION = (d: Dialect, table: string, now: string) =>
+  `(${table}.sid IS NULL OR EXISTS (SELECT 1 FROM sessions WHERE sessions.sid = ${table}.sid AND sessions.expires_at > ${now} ${d.keepsRows}))`;
 
 /** The statements, by name, in `d`'s SQL. */
 export function codesStatements(d: Dialect) {
@@ -69,7 +74,7 @@ export function codesStatements(d: Dialect) {
         AND client_id = :clientId AND redirect_uri = :redirectUri AND code_challenge = :codeChallenge
         AND (dpop_jkt IS NULL OR dpop_jkt = :dpopJkt)
         AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
-        AND ${LIVE_SESSION('authorization_codes', ':now')}
+        AND ${LIVE_SESSION(d, 'authorization_codes', ':now')}
       RETURNING *`,
     getCode: 'SELECT * FROM authorization_codes WHERE hash = :hash',
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at < :before'),

@@ -110,10 +110,12 @@ export function devicesStatements(d: Dialect) {
       SELECT :id, :type, :at, :userId, :username, :clientId, :grantId, :ip, :userAgent, :detail
       WHERE EXISTS (SELECT 1 FROM device_authorizations WHERE device_code_hash = :deviceCodeHash AND created_at = :createdAt)`,
     getDeviceByUserCode: 'SELECT * FROM device_authorizations WHERE user_code = :userCode AND expires_at > :now',
+    // By its device code hash too: the user code of an expired record is given to the next
+    // (DEVICE_USER_CODE_CONFLICT), and a decision is for the request its approver was shown.
     decideDevice: `
       UPDATE device_authorizations
       SET status = :status, user_id = :userId, auth_time = :authTime, grant_id = :grantId, decided_at = :now
-      WHERE user_code = :userCode AND status = 'pending' AND expires_at > :now
+      WHERE user_code = :userCode AND device_code_hash = :deviceCodeHash AND status = 'pending' AND expires_at > :now
       RETURNING *`,
     // A device code bound to a DPoP key is polled only with a proof by that key: any other
     // poll leaves the record as it is, so it can neither take the tokens nor slow the device.
@@ -151,11 +153,12 @@ export function devicesStores(d: Dialect, q: Runner<keyof ReturnType<typeof devi
         return stored;
       },
       findByUserCode: (userCode, now) => first('getDeviceByUserCode', { userCode, now }, device),
-      decide: (userCode, decision, now) =>
+      decide: ({ userCode, deviceCodeHash }, decision, now) =>
         first(
           'decideDevice',
           {
             userCode,
+            deviceCodeHash,
             status: decision.approve ? 'approved' : 'denied',
             userId: decision.approve ? decision.userId : null,
             authTime: decision.approve ? decision.authTime : null,

@@ -20,6 +20,12 @@ export interface Dialect {
   listUnion(a: string, b: string): string;
   /** List column `column` without the strings that subquery `names` selects, in its order (an API's scope names taken out). */
   listWithout(column: string, names: string): string;
+  /**
+   * The locking clause of a subquery whose rows must stay until its transaction ends: in
+   * PostgreSQL `FOR KEY SHARE`, which a delete waits for and an update of other columns does
+   * not; none in SQLite, whose one writer runs each write alone.
+   */
+  readonly keepsRows: string;
   /** A parameter used where nothing around it tells PostgreSQL its type (arithmetic, CASE). */
   bigint(parameter: string): string;
   /**

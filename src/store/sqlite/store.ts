@@ -41,6 +41,7 @@ export const sqliteDialect: Dialect = {
   listWithout: (column, names) => `(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${column}) WHERE value NOT IN ${names} ORDER BY key))`,
   greatest: (a, b) => `MAX(${a}, ${b})`,
   bigint: (parameter) => parameter,
+  keepsRows: '',
   purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit)`,
   jsonText: (column, key) => `(CASE WHEN json_type(${column}, '$.${key}') = 'text' THEN json_extract(${column}, '$.${key}') END)`,
   jsonMembers: (column, key, member) =>

@@ -55,13 +55,19 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
 ): NextStep<S> {
   const session = signedIn?.session ?? null;
   // OIDC Core §3.1.2.1 max_age: "If the elapsed time is greater than this value, the OP
-  // MUST attempt to actively re-authenticate the End-User." max_age=0 always does (§3.1.2.1
-  // likens it to prompt=login).
-  const tooOld = session !== null && request.maxAge !== null && (request.maxAge === 0 || now - session.authTime > request.maxAge * 1000);
-  // The re-authentication that prompt=login and max_age ask for is a sign-in made after this
-  // request asked for one, and no other: the request comes back from it still asking (a
-  // request object or a pushed request cannot be changed on the way), and a request brought
-  // again without that sign-in asks again.
+  // MUST attempt to actively re-authenticate the End-User." Measured from the sign-in at
+  // every visit, whenever it was made: a sign-in that answered the request once grows too
+  // old for it like any other.
+  const pastMaxAge = session !== null && request.maxAge !== null && request.maxAge > 0 && now - session.authTime > request.maxAge * 1000;
+  // prompt=login, and select_account (one account a browser: answered as login): "The
+  // Authorization Server SHOULD prompt the End-User for reauthentication"; max_age=0 always
+  // does (§3.1.2.1 likens it to prompt=login).
+  const asksNewSignIn = request.prompt.includes('login') || request.prompt.includes('select_account') || request.maxAge === 0;
+  const tooOld = session !== null && (request.maxAge === 0 || pastMaxAge);
+  // The re-authentication that prompt=login, select_account and max_age=0 ask for is a
+  // sign-in made after this request asked for one, and no other: the request comes back from
+  // it still asking (a request object or a pushed request cannot be changed on the way), and a
+  // request brought again without that sign-in asks again.
   const signedInSinceAsked = session !== null && signInAskedAt !== null && session.authTime >= signInAskedAt;
   const asksConsent = request.prompt.includes('consent');
   // RFC 6749 §10.2: repeated requests are not approved without the person "without
@@ -90,11 +96,10 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
     if (!covered) return { kind: 'error', error: 'consent_required', description: 'the user has not approved this request' };
     return { kind: 'approve', signedIn };
   }
-  // prompt=login, and select_account (one account a browser: answered as login): "The
-  // Authorization Server SHOULD prompt the End-User for reauthentication". Not again once
-  // they have signed in since the request asked, nor once a decision is posted: the approval
+  // A new sign-in is not asked for again once they have signed in since the request asked
+  // (but a max_age it has outlived still asks), nor once a decision is posted: the approval
   // page it comes from was shown only to a sign-in that answered the request.
-  const reauthenticate = decision === null && !signedInSinceAsked && (request.prompt.includes('login') || request.prompt.includes('select_account') || tooOld);
+  const reauthenticate = decision === null && ((asksNewSignIn && !signedInSinceAsked) || pastMaxAge);
   if (!signedIn || reauthenticate) return { kind: 'sign-in' };
   if (decision === 'approve') return { kind: 'approve', signedIn };
   if (decision === 'deny') return { kind: 'deny', signedIn };

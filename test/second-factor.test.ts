@@ -396,6 +396,40 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.deepEqual(tokens.claims()!.amr, ['pwd', 'otp', 'mfa']);
   });
 
+  it('with TESSERA_REQUIRE_SECOND_FACTOR=on and a sign-in older than 15 minutes, signing in again on the way to set up a code still leads back to the approval', async () => {
+    const client = await strict.addClient({ name: 'Photo Printer' });
+    const user = await strict.addUser();
+    const { browser, page } = await signInWithPassword(strict, user);
+    await browser.follow(page);
+    clock.advance(16 * 60_000);
+    try {
+      const { url } = await authorizeUrl(strict, client);
+      const returnTo = `${url.pathname}${url.search}`;
+      const asked = await browser.follow(await browser.request(returnTo));
+      assert.match(asked.html, /Approving needs a second factor/);
+      const setUpLink = /<a href="([^"]+)">Set up a passkey or one-time codes on your account page<\/a>/.exec(asked.html)![1]!.replaceAll('&amp;', '&');
+      const account = await browser.follow(await browser.request(setUpLink));
+      // The account page asks for a recent sign-in first; its link keeps the approval to go back to.
+      const signInAgain = /<a href="([^"]+)">Sign in again<\/a>/.exec(account.html)![1]!.replaceAll('&amp;', '&');
+      const signInPage = await browser.request(signInAgain);
+      assert.equal(signInPage.status, 200);
+      const signedInAgain = await browser.follow(await browser.submit(signInPage, '/login', { username: user.username, password: user.password }));
+      assert.equal(new URL(signedInAgain.url).pathname, '/account');
+      const setup = await browser.submit(signedInAgain, '/account/totp/setup', {});
+      assert.equal(setup.status, 200, setup.html.slice(0, 500));
+      const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
+      const codes = await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) });
+      assert.equal(codes.status, 200);
+      const next = /<a href="([^"]+)">Continue<\/a>/.exec(codes.html)?.[1]?.replaceAll('&amp;', '&');
+      assert.equal(next, returnTo, 'the codes page continues to the approval, not to the account page');
+      const approval = await browser.follow(await browser.request(next!));
+      assert.equal(new URL(approval.url).pathname, '/oauth/authorize');
+      assert.match(approval.html, />Approve<\/button>/);
+    } finally {
+      clock.advance(-16 * 60_000);
+    }
+  });
+
   it('keeps auth_time at the password sign-in when codes are set up later in the same session', async () => {
     const client = await strict.addClient({ name: 'Photo Printer' });
     const user = await strict.addUser();

@@ -112,8 +112,11 @@ ${csrfField(csrf)}
 export function securitySection(ui: Ui, view: SecurityView): SafeHtml {
   const { t } = ui;
   const mayChange = view.changeRefusal === null;
-  // The sign-in page, shown though the browser is signed in, and back here after.
-  const signInAgain = `${SIGN_IN_PATH}?${new URLSearchParams({ prompt: 'login', return_to: ACCOUNT_PATH }).toString()}`;
+  // The sign-in page, shown though the browser is signed in, and back here after, still on the
+  // way back to the approval this page was opened for (if any): setting up a factor here then
+  // leads there, as the sign-in page that sent the person here promised.
+  const accountAgain = view.returnTo ? `${ACCOUNT_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}` : ACCOUNT_PATH;
+  const signInAgain = `${SIGN_IN_PATH}?${new URLSearchParams({ prompt: 'login', return_to: accountAgain }).toString()}`;
   const refusal =
     view.changeRefusal === null
       ? null

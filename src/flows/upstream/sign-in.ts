@@ -145,16 +145,26 @@ export async function finishUpstream(deps: UpstreamDeps, browser: Browser, id: s
     if (!(error instanceof UpstreamFailure)) throw error;
     return { ...(await refuse(deps, browser, provider, error.reason, { detail: detailOf(error), clientId: login.clientId })), continuation };
   }
-  return { ...(await signInAs(deps, browser, provider, identity, login.clientId)), continuation } as UpstreamOutcome;
+  // Asked for a new sign-in (max_age=0, with prompt=login), an OpenID provider's answer passed
+  // openid-client's max_age check (OIDC Core §3.1.3.7: "the auth_time Claim value [...] request
+  // re-authentication if it determines too much time has elapsed"): a sign-in made after this
+  // one started.
+  const newSince = settings.kind === 'oidc' && login.maxAge === 0 ? login.createdAt : null;
+  return { ...(await signInAs(deps, browser, provider, identity, login.clientId, newSince)), continuation } as UpstreamOutcome;
 }
 
-/** The account of `identity`, then the session flow: signed in, or asked for a one-time code. */
+/**
+ * The account of `identity`, then the session flow: signed in, or asked for a one-time code.
+ * `newSince`: when the sign-in upstream started, where the provider's answer was checked to be
+ * a new sign-in (max_age=0); null otherwise.
+ */
 async function signInAs(
   deps: UpstreamDeps,
   browser: Browser,
   provider: IdentityProviderRecord,
   identity: UpstreamIdentity,
   clientId: string | null,
+  newSince: number | null = null,
 ): Promise<{ readonly kind: 'signed-in' | 'second-factor'; readonly user: UserRecord } | Refused> {
   const account = await accountFor(deps, provider, providerSettings(provider), identity);
   if (account.kind === 'refused') return refuse(deps, browser, provider, account.reason, { user: account.user, username: identity.label, clientId });
@@ -164,7 +174,13 @@ async function signInAs(
   // provider reports; where it reports none (GitHub), signing in again as the person this
   // browser is signed in as proves nothing new, and the session keeps its time.
   const previous = identity.authTime === null ? await currentSession(deps, browser) : null;
-  const authTime = identity.authTime ?? (previous?.userId === account.user.id ? previous.authTime : deps.clock.now());
+  const reported = identity.authTime ?? (previous?.userId === account.user.id ? previous.authTime : deps.clock.now());
+  // A new sign-in asked for is dated no earlier than the start that asked for it. The
+  // provider's auth_time is in whole seconds by its own clock, which openid-client allows to
+  // be behind (its clock tolerance): a quick sign-in there can be dated before the start here,
+  // and prompt=login, SAML ForceAuthn and the like, which want a sign-in made after they asked
+  // (session.authTime >= the time they asked), would then ask again at every round.
+  const authTime = newSince === null ? reported : Math.max(reported, newSince);
   // The session records what the provider proved, no more (RFC 8176 has no "federated"
   // value): a directory's password is `pwd`, an OpenID provider's word is its known `amr`
   // values (its `mfa` only where the operator trusts it, and never for a console role

@@ -11,7 +11,7 @@ import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import type { UserRecord } from '../../store/types.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { cookieNames, usableCookie } from '../session/cookies.ts';
-import { currentSession, type Browser } from '../session/session.ts';
+import type { Browser } from '../session/session.ts';
 import { afterFirstStep } from '../session/sign-in.ts';
 import { checkDirectoryPassword, type Busy, type Limited, type PasswordCheckDeps } from '../sign-in.ts';
 import type { FlowDeps } from '../types.ts';
@@ -171,10 +171,11 @@ async function signInAs(
   await joinOrganizationOfProvider(deps, provider, identity, account.user);
   // The session's auth_time is when the person last proved who they are, which a provider's
   // answer is not: its own session may sign them in without a word. So it is the time the
-  // provider reports; where it reports none (GitHub), signing in again as the person this
-  // browser is signed in as proves nothing new, and the session keeps its time.
-  const previous = identity.authTime === null ? await currentSession(deps, browser) : null;
-  const reported = identity.authTime ?? (previous?.userId === account.user.id ? previous.authTime : deps.clock.now());
+  // provider reports. Where it reports none (GitHub), now: keeping the time of this browser's
+  // session instead protected nothing (whoever is at the browser signs out, then in again
+  // through the same provider session) and left a person who signs in through GitHub alone
+  // asked again at every round, a redirect loop where GitHub is the only way in.
+  const reported = identity.authTime ?? deps.clock.now();
   // A new sign-in asked for is dated no earlier than the start that asked for it. The
   // provider's auth_time is in whole seconds by its own clock, which openid-client allows to
   // be behind (its clock tolerance): a quick sign-in there can be dated before the start here,

@@ -156,7 +156,7 @@ describe('sign-up with a passkey', () => {
     assert.match(done.html, /Password changed/);
     assert.match(
       done.html,
-      /Your e-mail address had not been confirmed before, so someone else could have set up this account with it\. To be safe, its passkeys, one-time codes and sign-ins through other services were removed\. You can add new ones on your account page\./,
+      /Your e-mail address had not been confirmed before, so someone else could have set up this account with it\. To be safe, its passkeys, one-time codes, sign-ins through other services and approvals of apps were removed\. You can add new ones on your account page\./,
     );
 
     assert.equal((await server.store.users.get(account.id))?.emailVerified, true, 'Lin received the link: the address is hers, verified');

@@ -2,8 +2,9 @@
  * "Forgot password?" without HTTP or SMTP: the same answer whether the address has an account
  * or not, a link mailed to each enabled account with it (read from the outbox, opened as the
  * dispatcher opens it) that resets the password, none to a disabled one, and the hourly
- * budgets; a mailed link used on an account whose address was never verified verifies it and
- * removes every way in set up before (pre-hijacked accounts). test/recovery.test.ts follows the
+ * budgets; a mailed link used on an account whose address was never verified verifies it, and
+ * when the account's maker chose that address at sign-up, removes every way in set up before
+ * (pre-hijacked accounts). test/recovery.test.ts follows the
  * same through the pages and a real SMTP server.
  */
 import assert from 'node:assert/strict';
@@ -15,7 +16,8 @@ import { approvedGrant } from '../../test/store/fixtures.ts';
 import { FLOW_ISSUER, flowWorld, linkIdentity, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
 import type { MailMessage } from './mail/outbox.ts';
 import { RECOVERY_KEYS, requestRecovery } from './recovery.ts';
-import { signUp } from './sign-up.ts';
+import { createUser, updateUser } from './manage/users.ts';
+import { signUp, verifySignUp } from './sign-up.ts';
 import { createResetLink, resetPassword, type AccountDeps } from './users.ts';
 
 const PER_ADDRESS = 4;
@@ -196,6 +198,13 @@ describe('a mailed reset link on an account whose address was never verified (pr
     return new URL(String(message!.values['link'])).searchParams.get('token')!;
   }
 
+  /** Signs up `username` with `email`, the link later: the account is made at once, its address unverified and self-asserted. */
+  async function signedUp(username: string, email: string): Promise<UserRecord> {
+    const input = { username, name: username, email, password: 'a passphrase of their own', ip: '203.0.113.67', locale: 'en' as const, returnTo: '/account' };
+    assert.equal((await signUp(deps, input)).kind, 'sent');
+    return (await world.store.users.findByUsername(username))!;
+  }
+
   const reset = (token: string) => resetPassword(deps, token, 'the owner picks a new passphrase', '198.51.100.30');
   const current = async (user: UserRecord) => (await world.store.users.get(user.id))!;
 
@@ -219,7 +228,7 @@ describe('a mailed reset link on an account whose address was never verified (pr
     // Ada, told on signing up that her address has an account, asks "Forgot password?" and uses the link.
     const done = await reset(await mailedToken('ada@example.com', account));
     assert.equal(done.kind, 'done');
-    if (done.kind === 'done') assert.deepEqual(done.addressProved, { passkeys: 1, totp: true, identities: 1, grants: 1 });
+    if (done.kind === 'done') assert.deepEqual(done.waysInRemoved, { passkeys: 1, totp: true, identities: 1, grants: 1 });
     assert.equal((await current(account)).emailVerified, true, 'the address is verified: its owner received the link');
     assert.deepEqual(await waysIn(account), NONE);
 
@@ -227,7 +236,7 @@ describe('a mailed reset link on an account whose address was never verified (pr
     const verified = events.find((event) => event.type === 'user.email_verified');
     assert.deepEqual(verified?.detail, { by: 'password_reset' });
     const removed = events.find((event) => event.type === 'second_factor.reset');
-    assert.deepEqual(removed?.detail, { passkeys_removed: 1, totp_removed: true, identities_removed: 1, by: 'password_reset' });
+    assert.deepEqual(removed?.detail, { passkeys_removed: 1, totp_removed: true, identities_removed: 1, grants_revoked: 1, by: 'password_reset' });
     assert.equal(events.filter((event) => event.type === 'grant.revoked' && event.detail['by'] === 'password_reset').length, 1);
   });
 
@@ -237,7 +246,7 @@ describe('a mailed reset link on an account whose address was never verified (pr
     const token = new URL((await createResetLink(deps, bea, 3600)).url).searchParams.get('token')!;
     const done = await reset(token);
     assert.equal(done.kind, 'done');
-    if (done.kind === 'done') assert.equal(done.addressProved, null);
+    if (done.kind === 'done') assert.equal(done.waysInRemoved, null);
     assert.equal((await current(bea)).emailVerified, false);
     assert.deepEqual(await waysIn(bea), ALL);
   });
@@ -247,13 +256,13 @@ describe('a mailed reset link on an account whose address was never verified (pr
     await addWaysIn(cy);
     const done = await reset(await mailedToken('cy@example.com', cy));
     assert.equal(done.kind, 'done');
-    if (done.kind === 'done') assert.equal(done.addressProved, null);
+    if (done.kind === 'done') assert.equal(done.waysInRemoved, null);
     assert.deepEqual(await waysIn(cy), ALL);
   });
 
   it('proves only the address the link was mailed to: another one the account has now proves nothing; the same one in another case does', async () => {
-    const dee = await world.addUser({ username: 'dee', email: 'dee@example.com' });
-    const eli = await world.addUser({ username: 'eli', email: 'eli@example.com' });
+    const dee = await world.addUser({ username: 'dee', email: 'dee@example.com', emailSelfAsserted: true });
+    const eli = await world.addUser({ username: 'eli', email: 'eli@example.com', emailSelfAsserted: true });
     for (const user of [dee, eli]) await addWaysIn(user);
     const [deeToken, eliToken] = [await mailedToken('dee@example.com', dee), await mailedToken('eli@example.com', eli)];
     // Written straight to the store: every flow that moves an address spends the links mailed to the old one.
@@ -265,5 +274,51 @@ describe('a mailed reset link on an account whose address was never verified (pr
     assert.equal((await reset(eliToken)).kind, 'done');
     assert.equal((await current(eli)).emailVerified, true);
     assert.deepEqual(await waysIn(eli), NONE);
+  });
+
+  it('verifies the address of an account an operator made, and leaves what its person set up: nobody but the operator chose the address', async () => {
+    // The console, the admin API and `tessera user add` without --email-verified: the address unverified.
+    const made = await createUser(world.manage, { username: 'fay', password: 'an operator picked this', email: 'fay@example.com' });
+    assert.equal(made.emailVerified, false);
+    await addWaysIn(made);
+    const done = await reset(await mailedToken('fay@example.com', made));
+    assert.equal(done.kind, 'done');
+    if (done.kind === 'done') assert.equal(done.waysInRemoved, null);
+    assert.equal((await current(made)).emailVerified, true, 'the link still shows its person reads the address');
+    assert.deepEqual(await waysIn(made), ALL);
+    const events = await world.store.events.list({ userId: made.id, limit: 50 });
+    assert.deepEqual(events.find((event) => event.type === 'user.email_verified')?.detail, { by: 'password_reset' });
+    assert.deepEqual(
+      events.filter((event) => event.type === 'second_factor.reset' || event.type === 'grant.revoked'),
+      [],
+    );
+  });
+
+  it('leaves what was set up on an account made by sign-up whose address was verified, then replaced by an operator', async () => {
+    const gus = await signedUp('gus', 'gus@example.com');
+    const [created] = await world.store.events.list({ userId: gus.id, type: 'user.created', limit: 1 });
+    const [verify] = await queuedMail(world, [created!]);
+    const verified = await verifySignUp(deps, new URL(String(verify!.values['link'])).searchParams.get('token')!);
+    assert.equal(verified.kind, 'done');
+    // The operator gives another address, unverified: theirs to vouch for, not whoever signed up.
+    await updateUser(world.manage, 'gus', { email: 'gus@example.org' });
+    assert.deepEqual([(await current(gus)).emailVerified, (await current(gus)).emailSelfAsserted], [false, false]);
+    await addWaysIn(gus);
+    const done = await reset(await mailedToken('gus@example.org', gus));
+    assert.equal(done.kind, 'done');
+    if (done.kind === 'done') assert.equal(done.waysInRemoved, null);
+    assert.equal((await current(gus)).emailVerified, true);
+    assert.deepEqual(await waysIn(gus), ALL);
+  });
+
+  it('counts revoked app approvals as a way in removed: with nothing else set up, the reset still records and reports them', async () => {
+    const hal = await signedUp('hal', 'hal@example.com');
+    await world.store.grants.create(approvedGrant({ id: randomUUID(), userId: hal.id, clientId: appId }, world.clock.now()));
+    const done = await reset(await mailedToken('hal@example.com', hal));
+    assert.equal(done.kind, 'done');
+    if (done.kind === 'done') assert.deepEqual(done.waysInRemoved, { passkeys: 0, totp: false, identities: 0, grants: 1 });
+    assert.deepEqual(await waysIn(hal), NONE);
+    const [removed] = await world.store.events.list({ userId: hal.id, type: 'second_factor.reset', limit: 1 });
+    assert.deepEqual(removed?.detail, { passkeys_removed: 0, totp_removed: false, identities_removed: 0, grants_revoked: 1, by: 'password_reset' });
   });
 });

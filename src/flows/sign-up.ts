@@ -248,6 +248,8 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
         name,
         email,
         emailVerified: false,
+        // Whoever signs up chose this address and has not proved it: it may be someone else's.
+        emailSelfAsserted: true,
         locale: input.locale,
         createdAt: now,
       });

@@ -286,41 +286,45 @@ export async function findResetLink(deps: AccountDeps, token: string): Promise<P
   return deps.store.passwordResets.find(hashSecret(token), deps.clock.now());
 }
 
-/** What `proveAddressIn` took from an account whose unverified address a mailed reset link proved. */
+/** What `proveAddressIn` took from an account whose self-asserted address a mailed reset link proved. */
 export interface RemovedWaysIn {
   readonly passkeys: number;
   /** Its TOTP secret (and with it its recovery codes). */
   readonly totp: boolean;
   /** Its linked upstream identities. */
   readonly identities: number;
+  /** Its grants: the apps it had approved, whose tokens now stop working. */
   readonly grants: number;
 }
 
-/** Whether any way to sign in was removed: what the page after the reset tells the person. */
-export function removedAnyWayIn(removed: RemovedWaysIn | null): boolean {
-  return removed !== null && (removed.passkeys > 0 || removed.totp || removed.identities > 0);
+/** Whether any way in was removed: what the page after the reset tells the person, and the `second_factor.reset` event records. */
+function removedAnyWayIn(removed: RemovedWaysIn | null): boolean {
+  return removed !== null && (removed.passkeys > 0 || removed.totp || removed.identities > 0 || removed.grants > 0);
 }
 
 /**
  * What a reset link MAILED to the account's address proves when it is used: that whoever used it
- * reads that mailbox. On an account whose address was not verified, inside `tx`: the address
+ * reads that mailbox. On an account whose address was not verified, inside `tx`, the address
  * becomes verified (OIDC Core §5.1 email_verified: "the End-User's e-mail address has been
- * verified"; they showed they receive its mail), and every other way in set up before it was
- * proved goes: its passkeys, TOTP secret and recovery codes, linked upstream identities, a new
- * address waiting for its link, and its grants (the access and refresh tokens apps hold).
+ * verified"; they showed they receive its mail).
  *
- * An unverified account may have been made by someone else with the owner's address, waiting
- * for them: "Pre-hijacked accounts" (Sudhodanan & Paverd, USENIX Security 2022). Its owner, told
- * on signing up that the address has an account, sets a password through "Forgot password?";
- * what the attacker added would let them back in to whatever the owner then does: a passkey,
- * codes or an upstream identity (the paper's trojan identifier attack), an app's refresh token
- * (unexpired session) or a new address waiting for its link (unexpired email change). The
- * paper's remedy: verify the address before the account is trusted, and end what was set up
- * before it was.
+ * When the address was self-asserted besides (`UserRecord.emailSelfAsserted`: the account's
+ * maker chose it at sign-up, and it was neither proved nor replaced since), every other way in
+ * set up before it was proved goes: its passkeys, TOTP secret and recovery codes, linked
+ * upstream identities, a new address waiting for its link, and its grants (the access and
+ * refresh tokens apps hold). Such an account may have been made by someone else with the owner's
+ * address, waiting for them: "Pre-hijacked accounts" (Sudhodanan & Paverd, USENIX Security
+ * 2022). Its owner, told on signing up that the address has an account, sets a password through
+ * "Forgot password?"; what the attacker added would let them back in to whatever the owner then
+ * does: a passkey, codes or an upstream identity (the paper's trojan identifier attack), an
+ * app's refresh token (unexpired session) or a new address waiting for its link (unexpired email
+ * change). The paper's remedy: verify the address before the account is trusted, and end what
+ * was set up before it was. An address an operator or SCIM gave was chosen by neither an
+ * attacker nor the person: what the person set up on it is theirs, and stays.
  *
  * An operator's link (printed or shown, never mailed by the server) proves nothing of the
  * address, nor does one whose address is not the account's now (compared without case): both
- * leave everything as it was. Returns what was removed, or null when the link proved nothing new.
+ * leave everything as it was. Returns what was removed, or null when nothing was.
  */
 export async function proveAddressIn(
   deps: Pick<AccountDeps, 'clock'>,
@@ -333,20 +337,22 @@ export async function proveAddressIn(
   const user = await tx.users.get(reset.userId);
   if (user === null || user.emailVerified || addressChanged(user.email, reset.mailedTo)) return null;
   const now = Math.max(deps.clock.now(), user.updatedAt + 1);
+  // Verified, the address is no longer self-asserted (the store clears it in this statement).
   await tx.users.update(user.id, { emailVerified: true }, now);
   await record({ type: 'user.email_verified', ...about(user), detail: { by: 'password_reset' } });
+  if (!user.emailSelfAsserted) return null;
   const { passkeys, totp } = await removeSecondFactorsIn(tx, user.id);
   const identities = await tx.linkedIdentities.removeAllForUser(user.id);
   // A new address asked for before would move the account to whoever asked, once its link is followed.
   await tx.emailChanges.spendAllForUser(user.id, now);
   const grants = await revokeGrantsIn(tx, record, user.id, now, 'password_reset');
   const removed = { passkeys, totp, identities, grants };
-  if (removedAnyWayIn(removed))
-    await record({
-      type: 'second_factor.reset',
-      ...about(user),
-      detail: { passkeys_removed: passkeys, totp_removed: totp, identities_removed: identities, by: 'password_reset' },
-    });
+  if (!removedAnyWayIn(removed)) return null;
+  await record({
+    type: 'second_factor.reset',
+    ...about(user),
+    detail: { passkeys_removed: passkeys, totp_removed: totp, identities_removed: identities, grants_revoked: grants, by: 'password_reset' },
+  });
   return removed;
 }
 
@@ -355,8 +361,8 @@ export type ResetResult =
       readonly kind: 'done';
       readonly user: UserRecord;
       readonly endedSessions: readonly SessionRecord[];
-      /** What a mailed link's proof of the unverified address removed (`proveAddressIn`); null when it proved nothing new. */
-      readonly addressProved: RemovedWaysIn | null;
+      /** What a mailed link's proof of the self-asserted address removed (`proveAddressIn`); null when it removed nothing. */
+      readonly waysInRemoved: RemovedWaysIn | null;
     }
   | { readonly kind: 'invalid_link' }
   | { readonly kind: 'invalid'; readonly problem: string }
@@ -401,7 +407,7 @@ export async function resetPassword(
     // Using one link ends every other link of the person too.
     const sessions = await setPasswordIn(tx, reset.userId, hash, deps.clock.now());
     const event = await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });
-    const addressProved = await proveAddressIn(deps, tx, record, reset);
+    const waysInRemoved = await proveAddressIn(deps, tx, record, reset);
     // The person hears of it at their address, in the same transaction: a reset they did not make is noticed.
     if (deps.mail && user.email)
       await deps.mail.queue(tx, event, {
@@ -411,7 +417,7 @@ export async function resetPassword(
         values: { username: user.username, at: event.at },
       });
     await recordEnded(record, user, sessions, 'password_change');
-    return { sessions, addressProved };
+    return { sessions, waysInRemoved };
   });
-  return done ? { kind: 'done', user, endedSessions: done.sessions, addressProved: done.addressProved } : { kind: 'invalid_link' };
+  return done ? { kind: 'done', user, endedSessions: done.sessions, waysInRemoved: done.waysInRemoved } : { kind: 'invalid_link' };
 }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { RESET_PASSWORD_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
-import { findResetLink, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, removedAnyWayIn, resetPassword } from '../flows/users.ts';
+import { findResetLink, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, resetPassword } from '../flows/users.ts';
 import { resetDonePage, resetPasswordPage } from '../ui/pages.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
@@ -60,6 +60,6 @@ export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     }
     // Every session of theirs ended (a stolen one among them): the apps are told.
     await sendLogoutTokens(deps, result.endedSessions, request.log);
-    return reply.send(resetDonePage(ui, true, removedAnyWayIn(result.addressProved)));
+    return reply.send(resetDonePage(ui, true, result.waysInRemoved !== null));
   });
 };

@@ -1174,8 +1174,9 @@ const SSF_TYPE_OF_EVENT = (dialect: Dialect) => `CASE
 const SSF_SOURCE_TYPES = `NEW.type IN ('logout', 'password.changed', 'user.password_set', 'user.password_reset', 'second_factor.reset',
   'passkey.added', 'passkey.removed', 'totp.enabled', 'totp.disabled', 'user.updated', 'user.disabled', 'user.enabled', 'user.removed',
   'passkey.refused', 'ssf.verification')`;
-/** A text field of the new event's details. */
-const detailText = (dialect: Dialect, name: string) => (dialect === 'postgres' ? `(NEW.detail->>'${name}')` : `json_extract(NEW.detail, '$.${name}')`);
+/** A text field of the details of the event row `row` (the new event's, in a trigger). */
+const detailText = (dialect: Dialect, name: string, row = 'NEW') =>
+  dialect === 'postgres' ? `(${row}.detail->>'${name}')` : `json_extract(${row}.detail, '$.${name}')`;
 
 const ssfStreams: Migration = {
   version: 40,
@@ -1509,6 +1510,36 @@ const mailedResetLinks: Migration = {
   statements: [(t) => `ALTER TABLE password_resets ADD COLUMN mailed_to ${t.text}`],
 };
 
+/**
+ * Version 51 (self-asserted addresses): whether the account's maker chose its address
+ * themselves and it has been neither verified nor replaced since (`UserRecord.emailSelfAsserted`).
+ * Only such an account may have been made with someone else's address, waiting for its owner;
+ * a mailed reset link ends what was set up on it before (flows/users.ts `proveAddressIn`). An
+ * address an operator or SCIM gave was chosen by neither an attacker nor the person, and what
+ * the person set up on it stays.
+ *
+ * Accounts made before are set from the audit trail, which sign-up has always written and
+ * nothing prunes: made by sign-up (`user.created`, `detail.by` `sign_up`; made unverified only
+ * with the link later, since the link first makes it verified), still unverified, and with no
+ * event since that verified the address or may have replaced it (`user.email_verified`; a
+ * `user.updated` naming `email` in its fields, or by SCIM, which names none). Leaving them all
+ * false would take the protection away from exactly the accounts that may already be
+ * pre-hijacked on a server with open sign-up; where the trail cannot tell, false: that leaves
+ * what the person set up, as an operator's account.
+ */
+const selfAssertedEmails: Migration = {
+  version: 51,
+  name: 'self-asserted addresses',
+  statements: [
+    (t) => `ALTER TABLE users ADD COLUMN email_self_asserted ${t.boolean('email_self_asserted')} DEFAULT FALSE`,
+    (_, dialect) => `UPDATE users SET email_self_asserted = TRUE
+      WHERE email IS NOT NULL AND email_verified = FALSE
+        AND EXISTS (SELECT 1 FROM events e WHERE e.user_id = users.id AND e.type = 'user.created' AND ${detailText(dialect, 'by', 'e')} = 'sign_up')
+        AND NOT EXISTS (SELECT 1 FROM events e WHERE e.user_id = users.id AND (e.type = 'user.email_verified'
+          OR (e.type = 'user.updated' AND (${detailText(dialect, 'fields', 'e')} LIKE '%email%' OR ${detailText(dialect, 'by', 'e')} = 'scim'))))`,
+  ],
+};
+
 /** Every migration, oldest first. */
 export const migrations: readonly Migration[] = [
   initial,
@@ -1555,4 +1586,5 @@ export const migrations: readonly Migration[] = [
   eventIndexes,
   upstreamMaxAge,
   mailedResetLinks,
+  selfAssertedEmails,
 ];

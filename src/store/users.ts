@@ -23,6 +23,14 @@ export interface UserRecord {
   readonly name: string | null;
   readonly email: string | null;
   readonly emailVerified: boolean;
+  /**
+   * Whoever made the account chose its address themselves (self-service sign-up with the link
+   * later) and it has been neither verified nor replaced since: nobody vouches that it is theirs,
+   * so the account may have been made with someone else's address, waiting for them
+   * (flows/users.ts `proveAddressIn`). False for every account an operator, SCIM, an invitation
+   * or an upstream provider made. Only `create` sets it; `update` clears it.
+   */
+  readonly emailSelfAsserted: boolean;
   /** OIDC Core §5.1 `given_name`, `family_name`, `locale` (BCP 47), `zoneinfo` (IANA), `picture` (a URL). */
   readonly givenName: string | null;
   readonly familyName: string | null;
@@ -63,6 +71,7 @@ export function newUserRecord(fields: Pick<UserRecord, 'id' | 'username' | 'pass
     name: null,
     email: null,
     emailVerified: false,
+    emailSelfAsserted: false,
     givenName: null,
     familyName: null,
     locale: null,
@@ -158,7 +167,9 @@ export interface UserStore {
   setRole(id: string, role: OperatorRole | null): Promise<boolean>;
   /**
    * Changes the profile fields given (null clears one), and `updatedAt` to `now`, in one
-   * statement; false when there is no such user. Throws `DuplicateError` (`field` `email`)
+   * statement; false when there is no such user. Changes that verify the address, or give
+   * another one (compared without case), clear `emailSelfAsserted` in the same statement: the
+   * address is proved, or someone other than the account's maker chose it. Throws `DuplicateError` (`field` `email`)
    * when the e-mail address is another account's, compared without case.
    */
   update(id: string, changes: UserProfileChanges, now: number): Promise<boolean>;

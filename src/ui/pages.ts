@@ -712,9 +712,9 @@ export function invitationInvalidPage(ui: Ui): string {
 
 /**
  * After a reset, or for a link that cannot be used. `waysInRemoved`: the mailed link proved an
- * address that had not been confirmed, and the passkeys, codes and upstream links the account
- * had were removed (flows/users.ts `proveAddressIn`): the person is told why, and that they can
- * add new ones.
+ * self-asserted address that had not been confirmed, and the passkeys, codes, upstream links or
+ * app approvals the account had were removed (flows/users.ts `proveAddressIn`): the person is
+ * told why, and that they can add new ones.
  */
 export function resetDonePage(ui: Ui, done: boolean, waysInRemoved = false): string {
   const { t } = ui;

@@ -112,6 +112,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         localizedNames: { 'ja-Kana-JP': { name: 'エイダ ラブレス', family_name: 'ラブレス' } },
         email: `${id}@example.com`,
         ...ADA_CLAIMS,
+        emailSelfAsserted: false,
         disabled: false,
         role: null,
         createdAt: T0,
@@ -1957,6 +1958,27 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.users.update(user.id, changes, T0 + 3 * MINUTE), true);
         assert.deepEqual(await store.users.get(user.id), { ...cleared, ...changes, updatedAt: T0 + 3 * MINUTE });
         assert.equal(await store.users.update('no-such-user', { name: 'x' }, T0), false);
+      });
+
+      it('keeps whether an address is self-asserted, and clears it when the address is verified or replaced, not when it changes case', async () => {
+        const asserted = { email: 'ada@example.com', emailVerified: false, emailSelfAsserted: true };
+        const [kept, verified, replaced] = [
+          await givenUser(asserted),
+          await givenUser({ ...asserted, email: 'bea@example.com' }),
+          await givenUser({ ...asserted, email: 'cy@example.com' }),
+        ];
+        assert.deepEqual(await store.users.get(kept.id), kept);
+        assert.equal((await givenUser()).emailSelfAsserted, false);
+        // Neither another field, nor an unverified address written again, nor the same one in another case changes it.
+        await store.users.update(kept.id, { name: 'Ada', emailVerified: false }, T0 + MINUTE);
+        await store.users.update(kept.id, { email: 'ADA@Example.com' }, T0 + 2 * MINUTE);
+        assert.equal((await store.users.get(kept.id))?.emailSelfAsserted, true);
+        await store.users.update(verified.id, { emailVerified: true }, T0 + MINUTE);
+        await store.users.update(replaced.id, { email: 'cy@example.org' }, T0 + MINUTE);
+        for (const user of [verified, replaced]) assert.equal((await store.users.get(user.id))?.emailSelfAsserted, false, user.email!);
+        // Cleared for good: unverified again, it is not the maker's own claim any more.
+        await store.users.update(verified.id, { emailVerified: false }, T0 + 2 * MINUTE);
+        assert.equal((await store.users.get(verified.id))?.emailSelfAsserted, false);
       });
 
       it('keeps every standard claim (OIDC Core §5.1), a new user without them at none, and changes, clears and keeps each as given', async () => {

@@ -19,6 +19,7 @@ import { databaseSetting, describePostgres, dropSchema, newSchema, postgresUrl a
 import { storeContract } from './contract.ts';
 import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
 import { BEFORE_OUTBOX_CURSORS, checkOutboxCursorsUpgrade } from './outbox-upgrade.ts';
+import { checkSelfAssertedEmailsUpgrade } from './self-asserted-emails.ts';
 import { adaEvent, codeGrant, pendingCode, pendingDevice } from './fixtures.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -291,6 +292,18 @@ describePostgres('PostgreSQL', () => {
     it('upgrades accounts that share an e-mail address: one keeps it, the others are listed without it', async () => {
       const schema = fresh();
       await checkUniqueEmailsUpgrade(
+        () => openPostgresStore(url, { schema }),
+        (statements) =>
+          withAdmin(async (client) => {
+            await client.query(`SET search_path TO ${client.escapeIdentifier(schema)}`);
+            for (const statement of statements) await client.query(statement);
+          }),
+      );
+    });
+
+    it('marks as self-asserted, on upgrading, the unverified addresses that sign-up took and nothing verified or replaced since', async () => {
+      const schema = fresh();
+      await checkSelfAssertedEmailsUpgrade(
         () => openPostgresStore(url, { schema }),
         (statements) =>
           withAdmin(async (client) => {

@@ -17,6 +17,7 @@ import { MissingReferenceError, newUserRecord, type Store } from '../../src/stor
 import { storeContract } from './contract.ts';
 import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
 import { BEFORE_OUTBOX_CURSORS, checkOutboxCursorsUpgrade } from './outbox-upgrade.ts';
+import { checkSelfAssertedEmailsUpgrade } from './self-asserted-emails.ts';
 import { deviceClient, pendingCode, pendingDevice } from './fixtures.ts';
 import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
 import { within } from '../helpers/wait.ts';
@@ -161,6 +162,21 @@ describe('SQLite file shared by restarts, processes and threads', () => {
   it('upgrades accounts that share an e-mail address: one keeps it, the others are listed without it', async () => {
     const path = join(dir, 'unique-emails.db');
     await checkUniqueEmailsUpgrade(
+      async () => openSqliteStore(path),
+      async (statements) => {
+        const db = new DatabaseSync(path);
+        try {
+          for (const statement of statements) db.exec(statement);
+        } finally {
+          db.close();
+        }
+      },
+    );
+  });
+
+  it('marks as self-asserted, on upgrading, the unverified addresses that sign-up took and nothing verified or replaced since', async () => {
+    const path = join(dir, 'self-asserted-emails.db');
+    await checkSelfAssertedEmailsUpgrade(
       async () => openSqliteStore(path),
       async (statements) => {
         const db = new DatabaseSync(path);

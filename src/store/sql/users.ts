@@ -22,6 +22,7 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
     name: textOrNull(row, 'name'),
     email: textOrNull(row, 'email'),
     emailVerified: read.boolean(row, 'email_verified'),
+    emailSelfAsserted: read.boolean(row, 'email_self_asserted'),
     givenName: textOrNull(row, 'given_name'),
     familyName: textOrNull(row, 'family_name'),
     locale: textOrNull(row, 'locale'),
@@ -49,10 +50,10 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
 export function usersStatements(d: Dialect) {
   return {
     insertUser: `
-      INSERT INTO users (id, username, password_hash, name, email, email_verified, given_name, family_name, locale, zoneinfo, picture,
+      INSERT INTO users (id, username, password_hash, name, email, email_verified, email_self_asserted, given_name, family_name, locale, zoneinfo, picture,
                          middle_name, nickname, profile, website, gender, birthdate, phone_number, phone_number_verified, address,
                          localized_names, disabled, role, created_at, updated_at)
-      VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :givenName, :familyName, :locale, :zoneinfo, :picture,
+      VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :emailSelfAsserted, :givenName, :familyName, :locale, :zoneinfo, :picture,
               :middleName, :nickname, :profile, :website, :gender, :birthdate, :phoneNumber, :phoneNumberVerified, :address,
               :localizedNames, :disabled, :role, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
@@ -64,9 +65,14 @@ export function usersStatements(d: Dialect) {
     setUserDisabled: 'UPDATE users SET disabled = :disabled WHERE id = :id',
     setUserRole: 'UPDATE users SET role = :role WHERE id = :id',
     touchUser: 'UPDATE users SET updated_at = :now WHERE id = :id AND updated_at = :expected',
-    // A field not given keeps its value: CASE on a flag, since null is a value to set.
+    // A field not given keeps its value: CASE on a flag, since null is a value to set. The
+    // right-hand sides read the row as it was: email_self_asserted compares the old address.
     updateUser: `
-      UPDATE users SET name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,
+      UPDATE users SET email_self_asserted = CASE
+                         WHEN :setEmailVerified = 1 AND :emailVerified THEN FALSE
+                         WHEN :setEmail = 1 AND lower(coalesce(CAST(:email AS TEXT), '')) <> lower(coalesce(email, '')) THEN FALSE
+                         ELSE email_self_asserted END,
+                       name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,
                        given_name = CASE WHEN :setGivenName = 1 THEN CAST(:givenName AS TEXT) ELSE given_name END,
                        family_name = CASE WHEN :setFamilyName = 1 THEN CAST(:familyName AS TEXT) ELSE family_name END,
                        email = CASE WHEN :setEmail = 1 THEN CAST(:email AS TEXT) ELSE email END,
@@ -108,6 +114,7 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
         const inserted = await changedAny('insertUser', {
           ...record,
           emailVerified: flag(record.emailVerified),
+          emailSelfAsserted: flag(record.emailSelfAsserted),
           phoneNumberVerified: flag(record.phoneNumberVerified),
           address: record.address === null ? null : JSON.stringify(record.address),
           disabled: flag(record.disabled),

@@ -246,7 +246,7 @@ const de: Catalogue = {
   'reset.done.title': 'Passwort geändert',
   'reset.done.text': 'Ihr neues Passwort ist festgelegt, und alle Browser, die angemeldet waren, wurden abgemeldet.',
   'reset.done.unconfirmed':
-    'Ihre E-Mail-Adresse war bisher nicht bestätigt, daher könnte jemand anderes dieses Konto mit ihr eingerichtet haben. Zur Sicherheit wurden seine Passkeys, Einmalcodes und Anmeldungen über andere Dienste entfernt. Auf Ihrer Kontoseite können Sie neue einrichten.',
+    'Ihre E-Mail-Adresse war bisher nicht bestätigt, daher könnte jemand anderes dieses Konto mit ihr eingerichtet haben. Zur Sicherheit wurden seine Passkeys, Einmalcodes, Anmeldungen über andere Dienste und Freigaben für Apps entfernt. Auf Ihrer Kontoseite können Sie neue einrichten.',
   'reset.done.signIn': 'Anmelden',
   'reset.invalid.title': 'Link ungültig',
   'reset.invalid.heading': 'Dieser Link kann nicht verwendet werden',

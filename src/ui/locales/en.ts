@@ -255,7 +255,7 @@ const en = {
   'reset.done.title': 'Password changed',
   'reset.done.text': 'Your new password is set, and every browser that was signed in has been signed out.',
   'reset.done.unconfirmed':
-    'Your e-mail address had not been confirmed before, so someone else could have set up this account with it. To be safe, its passkeys, one-time codes and sign-ins through other services were removed. You can add new ones on your account page.',
+    'Your e-mail address had not been confirmed before, so someone else could have set up this account with it. To be safe, its passkeys, one-time codes, sign-ins through other services and approvals of apps were removed. You can add new ones on your account page.',
   'reset.done.signIn': 'Sign in',
   'reset.invalid.title': 'Link not valid',
   'reset.invalid.heading': 'This link cannot be used',

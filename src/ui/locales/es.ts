@@ -241,7 +241,7 @@ const es: Catalogue = {
   'reset.done.title': 'Contraseña cambiada',
   'reset.done.text': 'Tu nueva contraseña ya está establecida y se ha cerrado la sesión en todos los navegadores que la tenían iniciada.',
   'reset.done.unconfirmed':
-    'Tu dirección de correo electrónico no se había confirmado, así que otra persona podría haber creado esta cuenta con ella. Por seguridad, se han eliminado sus llaves de acceso, códigos de un solo uso e inicios de sesión a través de otros servicios. Puedes añadir otros nuevos en la página de tu cuenta.',
+    'Tu dirección de correo electrónico no se había confirmado, así que otra persona podría haber creado esta cuenta con ella. Por seguridad, se han eliminado sus llaves de acceso, códigos de un solo uso, inicios de sesión a través de otros servicios y autorizaciones a aplicaciones. Puedes añadir otros nuevos en la página de tu cuenta.',
   'reset.done.signIn': 'Iniciar sesión',
   'reset.invalid.title': 'Enlace no válido',
   'reset.invalid.heading': 'No se puede usar este enlace',

@@ -244,7 +244,7 @@ const fr: Catalogue = {
   'reset.done.title': 'Mot de passe modifié',
   'reset.done.text': 'Votre nouveau mot de passe est défini, et tous les navigateurs qui étaient connectés ont été déconnectés.',
   'reset.done.unconfirmed':
-    'Votre adresse e-mail n’avait pas encore été confirmée : quelqu’un d’autre a pu créer ce compte avec elle. Par sécurité, ses clés d’accès, codes à usage unique et connexions par d’autres services ont été supprimés. Vous pouvez en ajouter de nouveaux sur la page de votre compte.',
+    'Votre adresse e-mail n’avait pas encore été confirmée : quelqu’un d’autre a pu créer ce compte avec elle. Par sécurité, ses clés d’accès, codes à usage unique, connexions par d’autres services et autorisations données à des applications ont été supprimés. Vous pouvez en ajouter de nouveaux sur la page de votre compte.',
   'reset.done.signIn': 'Se connecter',
   'reset.invalid.title': 'Lien non valide',
   'reset.invalid.heading': 'Ce lien ne peut pas être utilisé',

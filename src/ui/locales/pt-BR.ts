@@ -240,7 +240,7 @@ const ptBR: Catalogue = {
   'reset.done.title': 'Senha alterada',
   'reset.done.text': 'Sua nova senha foi definida, e todos os navegadores que estavam conectados foram desconectados.',
   'reset.done.unconfirmed':
-    'Seu endereço de e-mail ainda não tinha sido confirmado, então outra pessoa pode ter criado esta conta com ele. Por segurança, as chaves de acesso, os códigos de uso único e as entradas por outros serviços desta conta foram removidos. Você pode adicionar novos na página da sua conta.',
+    'Seu endereço de e-mail ainda não tinha sido confirmado, então outra pessoa pode ter criado esta conta com ele. Por segurança, as chaves de acesso, os códigos de uso único, as entradas por outros serviços e as autorizações a aplicativos desta conta foram removidos. Você pode adicionar novos na página da sua conta.',
   'reset.done.signIn': 'Entrar',
   'reset.invalid.title': 'Link inválido',
   'reset.invalid.heading': 'Este link não pode ser usado',

@@ -51,17 +51,37 @@ describe('addresses a request from the server must not reach', () => {
       '[64:ff9b::a00:1]',
       '2002:a00:1::1',
       '64:ff9b::a9fe:a9fe',
+      // An IPv4 address ending in .0.0, whose zero groups the IPv6 text compresses away.
+      '2002:a01::1',
+      '2002:ac10::1',
+      '2002:c0a8::1',
+      '[2002:c0a8::]',
+      '64:ff9b::a00:0',
+      '::ffff:a00:0',
+      '::ffff:c0a8:0',
+      '::a00:0',
     ]) {
       assert.equal(isInternalAddress(address), true, address);
       assert.equal(isPrivateNetworkHost(address), true, address);
     }
-    for (const address of ['64:ff9b::7f00:1', '::ffff:7f00:1', '2002:7f00:1::']) assert.equal(isLoopbackHost(address), true, address);
+    // ::1 and :: are IPv6's own loopback and unspecified addresses, not IPv4-compatible 0.0.0.1 and 0.0.0.0.
+    for (const address of ['64:ff9b::7f00:1', '::ffff:7f00:1', '2002:7f00:1::', '2002:7f00::1', '::1', '[::1]', '::'])
+      assert.equal(isLoopbackHost(address), true, address);
     // NAT64's local-use prefix (RFC 8215) is the operator's own network, whatever it carries.
     assert.equal(isInternalAddress('64:ff9b:1::808:808'), true);
   });
 
   it('lets public addresses through, NAT64 to a public IPv4 address included', () => {
-    for (const address of ['8.8.8.8', '64:ff9b::808:808', '::ffff:808:808', '2001:4860:4860::8888', '2002:808:808::1']) {
+    for (const address of [
+      '8.8.8.8',
+      '64:ff9b::808:808',
+      '::ffff:808:808',
+      '2001:4860:4860::8888',
+      '2002:808:808::1',
+      '2002:808::1',
+      '64:ff9b::808:0',
+      '2001:db8::a00:0',
+    ]) {
       assert.equal(isInternalAddress(address), false, address);
     }
   });

@@ -36,11 +36,20 @@ function parseAddress(ip: string): { readonly v4: number[] } | { readonly v6: nu
   if (isIPv4(address)) return { v4: ipv4Octets(address) };
   if (!isIPv6(address)) return null;
   const groups = ipv6Groups(address.toLowerCase());
-  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+  if (isMapped(groups)) {
     const [high = 0, low = 0] = groups.slice(6);
     return { v4: [high >> 8, high & 0xff, low >> 8, low & 0xff] };
   }
   return { v6: groups };
+}
+
+function zeros(groups: readonly number[]): boolean {
+  return groups.every((group) => group === 0);
+}
+
+/** Whether IPv6 groups are an IPv4-mapped address (`::ffff:0:0/96`, RFC 4291 §2.5.5.2). */
+function isMapped(groups: readonly number[]): boolean {
+  return zeros(groups.slice(0, 5)) && groups[5] === 0xffff;
 }
 
 function prefixOf(parsed: { readonly v4: number[] } | { readonly v6: number[] }, size: 'small' | 'large'): string {
@@ -117,19 +126,29 @@ export function inNetworks(ip: string, networks: readonly string[]): boolean {
  * The IPv4 address an IPv6 address carries, where the network would deliver it to that IPv4
  * host: IPv4-mapped (`::ffff:a.b.c.d`, RFC 4291 §2.5.5.2), IPv4-compatible (`::a.b.c.d`,
  * §2.5.5.1), NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052 §2.1) and 6to4
- * (`2002:AABB:CCDD::/48`, RFC 3056 §2), in either spelling (`::ffff:10.0.0.1` or
- * `::ffff:a00:1`). Else the address as it is. A request to `64:ff9b::a00:1` on an IPv6-only
- * host behind DNS64/NAT64 reaches 10.0.0.1.
+ * (`2002:AABB:CCDD::/48`, RFC 3056 §2). Else the address as it is. A request to
+ * `64:ff9b::a00:1` on an IPv6-only host behind DNS64/NAT64 reaches 10.0.0.1. Read from the
+ * eight groups, not the text, so that every spelling counts: `::ffff:10.0.0.1` and
+ * `::ffff:a00:1`, and `2002:a01::1` for 10.1.0.0, whose zero groups are compressed away.
  */
 function embeddedIPv4(ip: string): string {
   const address = unmapped(ip);
   if (!isIPv6(address)) return address;
-  const canonical = new URL(`http://[${address}]`).hostname.slice(1, -1);
-  const match = /^(?:::ffff:|::|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical) ?? /^2002:([0-9a-f]{1,4}):([0-9a-f]{1,4})(?::|$)/.exec(canonical);
-  if (match === null) return address;
-  const high = Number.parseInt(match[1]!, 16);
-  const low = Number.parseInt(match[2]!, 16);
+  const groups = ipv6Groups(address);
+  const at = carriedAt(groups);
+  if (at === null) return address;
+  const [high = 0, low = 0] = groups.slice(at, at + 2);
   return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
+
+/** Where the two groups of the IPv4 address that IPv6 `groups` carry start (see `embeddedIPv4`); null when they carry none. */
+function carriedAt(groups: readonly number[]): number | null {
+  if (groups[0] === 0x2002) return 1;
+  if (isMapped(groups)) return 6;
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && zeros(groups.slice(2, 6))) return 6;
+  // :: and ::1 are IPv6's own unspecified and loopback addresses, not IPv4-compatible ones.
+  if (zeros(groups.slice(0, 6))) return groups[6] === 0 && (groups[7] ?? 0) <= 1 ? null : 6;
+  return null;
 }
 
 const PRIVATE = new BlockList();

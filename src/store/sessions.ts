@@ -30,6 +30,14 @@ export interface SessionStore {
   create(session: SessionRecord): Promise<void>;
   /** The session if it exists and has not expired at `now`. */
   get(idHash: string, now: number): Promise<SessionRecord | null>;
+  /**
+   * Moves the session `previousHash` to `next`'s cookie and sign-in (the same person signed
+   * in again in this browser), keeping its row and so its OIDC session: `next` as stored, or
+   * null when there is no such session of `next.sid` and `next.userId` (ended already). One
+   * update, never a delete and an insert, so that a code's redemption waiting on the row
+   * (`sql/codes.ts` LIVE_SESSION) finds the session under its new cookie, not gone.
+   */
+  continue(previousHash: string, next: SessionRecord): Promise<SessionRecord | null>;
   /** Ends a session: the removed record, or null when there was none (ended already). */
   remove(idHash: string): Promise<SessionRecord | null>;
   /** The user's sessions live at `now`, newest first. */

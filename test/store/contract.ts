@@ -563,6 +563,31 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.sessions.remove('no-such-session'), null);
       });
 
+      it('continues a session under a new cookie, keeping its sid and its clients, and not one ended or of another sid', async () => {
+        const user = await givenUser();
+        const client = await givenClient();
+        const previous = await givenSession(user.id);
+        await store.sessions.addClient(previous.sid, client.id, T0 + HOUR);
+        const next: SessionRecord = {
+          ...previous,
+          idHash: unique('session-hash'),
+          authTime: T0 + MINUTE,
+          createdAt: T0 + MINUTE,
+          expiresAt: T0 + 2 * HOUR,
+          amr: ['pwd', 'otp'],
+          ip: '198.51.100.7',
+          userAgent: null,
+        };
+        assert.equal(await store.sessions.continue(previous.idHash, { ...next, sid: unique('sid') }), null, 'another sid');
+        assert.equal(await store.sessions.continue(previous.idHash, { ...next, userId: (await givenUser()).id }), null, 'another user');
+        assert.deepEqual(await store.sessions.continue(previous.idHash, next), next);
+        assert.equal(await store.sessions.get(previous.idHash, T0), null);
+        assert.deepEqual(await store.sessions.get(next.idHash, T0), next);
+        assert.deepEqual(await store.sessions.listForUser(user.id, T0), [next]);
+        assert.equal(await store.sessions.continue(previous.idHash, { ...next, idHash: unique('session-hash') }), null, 'moved already');
+        assert.deepEqual(await store.sessions.takeClients(next.sid), [client.id]);
+      });
+
       it("lists a user's live sessions newest first, and removes them all, without other users' sessions", async () => {
         const [user, other] = [await givenUser(), await givenUser()];
         const older = await givenSession(user.id, { createdAt: T0 - HOUR, ip: null, userAgent: null });

@@ -14,7 +14,7 @@ import { migratePostgres } from '../../src/store/postgres/migrate.ts';
 import { openPostgresStore, postgresDialect } from '../../src/store/postgres/store.ts';
 import { statements } from '../../src/store/sql/statements.ts';
 import type { AuditEvent } from '../../src/core/events.ts';
-import { newUserRecord, type Store } from '../../src/store/types.ts';
+import { newUserRecord, type SessionRecord, type Store } from '../../src/store/types.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema, postgresUrl as url, withAdmin } from '../helpers/postgres.ts';
 import { storeContract } from './contract.ts';
 import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
@@ -54,6 +54,27 @@ async function seed(store: Store) {
   await store.devices.create(device);
   await store.devices.decide(device, { approve: true, userId: user.id, authTime: T0, grantId: grant.id }, T0 + MINUTE);
   return { client, user, grant, code, device };
+}
+
+/** A live session of `userId`, stored. */
+async function givenSession(store: Store, userId: string): Promise<SessionRecord> {
+  const session = { idHash: 'session-1', sid: 'sid-1', userId, authTime: T0, createdAt: T0, expiresAt: T0 + 60 * MINUTE, ip: null, userAgent: null };
+  await store.sessions.create(session);
+  return session;
+}
+
+/** The backends waiting for a lock `pid` holds, as `watcher` sees them: read outside a transaction, which would keep showing its first look. */
+async function waitingFor(watcher: pg.Client, pid: number): Promise<number[]> {
+  return (await watcher.query('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid])).rows.map((row: { pid: number }) => row.pid);
+}
+
+/** Asks `probe` again until it answers something. */
+async function until<T>(probe: () => Promise<T>): Promise<NonNullable<T>> {
+  for (;;) {
+    const answer = await probe();
+    if (answer) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 describePostgres('PostgreSQL', () => {
@@ -218,30 +239,9 @@ describePostgres('PostgreSQL', () => {
       const watcher = new pg.Client({ connectionString: url });
       await holder.connect();
       await watcher.connect();
-      /** The backends waiting for a lock `pid` holds; read outside a transaction, which would keep showing its first look. */
-      const waitingFor = async (pid: number): Promise<number[]> =>
-        (await watcher.query('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid])).rows.map((row: { pid: number }) => row.pid);
-      /** Asks `probe` again until it answers something. */
-      const until = async <T>(probe: () => Promise<T>): Promise<NonNullable<T>> => {
-        for (;;) {
-          const answer = await probe();
-          if (answer) return answer;
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-      };
       try {
         const { client, user, grant } = await seed(store);
-        const session = {
-          idHash: 'session-1',
-          sid: 'sid-1',
-          userId: user.id,
-          authTime: T0,
-          createdAt: T0,
-          expiresAt: T0 + 60 * MINUTE,
-          ip: null,
-          userAgent: null,
-        };
-        await store.sessions.create(session);
+        const session = await givenSession(store, user.id);
         const code = pendingCode('code-in-session', grant, { sid: session.sid });
         await store.codes.create(code);
         // Another transaction on the grant's row (another code of it being issued) holds the
@@ -253,7 +253,7 @@ describePostgres('PostgreSQL', () => {
           activeUntil: T0 + 60 * MINUTE,
           sessionClient: { sid: session.sid, expiresAt: session.expiresAt },
         });
-        const redeemer = await until(async () => (await waitingFor(holderPid))[0]);
+        const redeemer = await until(async () => (await waitingFor(watcher, holderPid))[0]);
         // The person signs out meanwhile: the session ends, then its clients are taken to be told.
         let loggedOut = false;
         const logout = (async () => {
@@ -263,13 +263,59 @@ describePostgres('PostgreSQL', () => {
           return told;
         })();
         // Until it has ended, or waits for the redemption.
-        await until(async () => loggedOut || (await waitingFor(redeemer)).length > 0);
+        await until(async () => loggedOut || (await waitingFor(watcher, redeemer)).length > 0);
         await holder.query('ROLLBACK');
         const [redeemed, told] = await Promise.all([redemption, logout]);
         assert.ok(redeemed === null || told.includes(client.id), `the code was redeemed, and the logout told ${JSON.stringify(told)}`);
       } finally {
         await holder.end();
         await watcher.end();
+        await store.close();
+      }
+    });
+
+    it('redeems a code of a session continued under a new cookie meanwhile, and keeps its client for the logout', async () => {
+      const schema = fresh();
+      const store = await openPostgresStore(url, { schema });
+      const continuer = await openPostgresStore(url, { schema });
+      const watcher = new pg.Client({ connectionString: url });
+      await watcher.connect();
+      let release = () => {};
+      try {
+        const { client, user, grant } = await seed(store);
+        const session = await givenSession(store, user.id);
+        const code = pendingCode('code-in-session', grant, { sid: session.sid });
+        await store.codes.create(code);
+        // The person signs in again in this browser (prompt=login): their session goes on under
+        // a new cookie, in a transaction held open while the app exchanges a code of it.
+        const next: SessionRecord = { ...session, idHash: 'session-2', authTime: T0 + MINUTE, createdAt: T0 + MINUTE, amr: ['pwd'] };
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        const continuing = continuer.transaction(async (tx) => {
+          const continued = await tx.sessions.continue(session.idHash, next);
+          await released;
+          return continued;
+        });
+        // The one backend that holds a write lock on the sessions table: the continuing transaction.
+        const continuerPid = await until(
+          async () =>
+            (await watcher.query("SELECT pid FROM pg_locks WHERE relation = to_regclass($1) AND mode = 'RowExclusiveLock' AND granted", [`${schema}.sessions`]))
+              .rows[0]?.pid as number | undefined,
+        );
+        const redemption = store.codes.redeem(code.hash, code, T0 + MINUTE, {
+          activeUntil: T0 + 60 * MINUTE,
+          sessionClient: { sid: session.sid, expiresAt: session.expiresAt },
+        });
+        await until(async () => (await waitingFor(watcher, continuerPid)).length > 0);
+        release();
+        assert.deepEqual(await continuing, next);
+        assert.notEqual(await redemption, null, 'the code was refused, its session continuing');
+        assert.deepEqual(await store.sessions.takeClients(session.sid), [client.id]);
+      } finally {
+        release();
+        await watcher.end();
+        await continuer.close();
         await store.close();
       }
     });

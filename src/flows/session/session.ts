@@ -125,11 +125,15 @@ export async function beginSession(
   };
   const outcome = await transactionWithEvents(fromBrowser(deps, browser), async (tx, record) => {
     if (!(await guard(tx))) return null;
-    const replaced = previousHash === null ? null : await tx.sessions.remove(previousHash);
-    // The same OIDC session goes on under a new cookie; anyone else's ends here.
+    // The same OIDC session goes on under a new cookie, its row updated in place: a redemption of
+    // one of its codes waiting on the row follows the update, where it would find a deleted row
+    // gone and an inserted one unseen, and refuse the code (SessionStore.continue).
+    const continued = previousHash !== null && previous?.sid === session.sid && (await tx.sessions.continue(previousHash, session)) !== null;
+    const replaced = continued || previousHash === null ? null : await tx.sessions.remove(previousHash);
+    // Anyone else's session ends here.
     const ended = replaced !== null && replaced.sid !== session.sid ? replaced : null;
     if (ended) await recordEnded(record, { id: ended.userId }, [ended], 'sign_in');
-    await tx.sessions.create(session);
+    if (!continued) await tx.sessions.create(session);
     if (signIn) await record({ type: 'signin.succeeded', userId: user.id, username: user.username, clientId: signIn.clientId, detail: { amr: amr.join(' ') } });
     return { ended };
   });

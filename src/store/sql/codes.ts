@@ -48,7 +48,9 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
  * and then waited (on its grant's row) would otherwise record its client after a logout had
  * deleted the session and taken the clients it found. Kept, the logout's delete waits for the
  * redemption to commit and then finds its client; a delete that came first makes the
- * redemption wait, then find no session. `table` is the codes' name or alias.
+ * redemption wait, then find no session. A session continued under a new cookie changes its
+ * row's key in place (`SessionStore.continue`): the redemption waits for that too, then follows
+ * the row to its new version and finds the session live. `table` is the codes' name or alias.
  */
 export const LIVE_SESSION = (d: Dialect, table: string, now: string) =>
   `(${table}.sid IS NULL OR EXISTS (SELECT 1 FROM sessions WHERE sessions.sid = ${table}.sid AND sessions.expires_at > ${now} ${d.keepsRows}))`;

@@ -28,6 +28,11 @@ export function sessionsStatements(d: Dialect) {
       INSERT INTO sessions (id_hash, sid, user_id, auth_time, created_at, expires_at, ip, user_agent, amr)
       VALUES (:idHash, :sid, :userId, :authTime, :createdAt, :expiresAt, :ip, :userAgent, :amr)`,
     getSession: 'SELECT * FROM sessions WHERE id_hash = :idHash AND expires_at > :now',
+    continueSession: `
+      UPDATE sessions SET id_hash = :idHash, auth_time = :authTime, created_at = :createdAt, expires_at = :expiresAt,
+        ip = :ip, user_agent = :userAgent, amr = :amr
+      WHERE id_hash = :previousHash AND sid = :sid AND user_id = :userId
+      RETURNING *`,
     removeSession: 'DELETE FROM sessions WHERE id_hash = :idHash RETURNING *',
     listSessionsForUser: `
       SELECT * FROM sessions WHERE user_id = :userId AND expires_at > :now
@@ -53,9 +58,11 @@ export function sessionsStatements(d: Dialect) {
 export function sessionsStores(d: Dialect, q: Runner<keyof ReturnType<typeof sessionsStatements>>): Pick<Stores, 'sessions'> {
   const { read, list } = d;
   const { first, every, write } = queries(q);
+  const sessionParams = (session: SessionRecord) => ({ ...session, amr: session.amr === undefined ? null : list(session.amr) });
   return {
     sessions: {
-      create: (session) => write('insertSession', { ...session, amr: session.amr === undefined ? null : list(session.amr) }),
+      create: (session) => write('insertSession', sessionParams(session)),
+      continue: (previousHash, next) => first('continueSession', { ...sessionParams(next), previousHash }, (row) => sessionFromRow(row, read)),
       get: (idHash, now) => first('getSession', { idHash, now }, (row) => sessionFromRow(row, read)),
       remove: (idHash) => first('removeSession', { idHash }, (row) => sessionFromRow(row, read)),
       listForUser: (userId, now) => every('listSessionsForUser', { userId, now }, (row) => sessionFromRow(row, read)),

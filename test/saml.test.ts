@@ -224,11 +224,14 @@ describe("requests refused, each with a page in the person's language and an eve
     await assertRefused({ url: redirectUrl(authnRequest(entityId).replace('Version="2.0"', 'Version="1.1"')) }, 'unsupported');
   });
 
-  it('logout messages are refused in words of their own: an unknown SP, a DTD, unsigned, another server, a replay, a changed signature', async () => {
+  it('logout messages are refused in words of their own: an unknown SP, a DTD, unsigned, another server or none though signed, a replay, a changed signature', async () => {
     const slo = 'https://sp.example.com/saml/slo';
     const { entityId } = await serviceProvider({ slo_url: slo, certificate: SP_CERT });
-    const logout = (issuer: string, extra: { id?: string; destination?: string; doctype?: string } = {}) =>
-      `${extra.doctype ?? ''}<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${extra.id ?? `_${Math.random().toString(16).slice(2)}`}" Version="2.0" IssueInstant="${new Date().toISOString()}"${extra.destination === undefined ? '' : ` Destination="${extra.destination}"`}><saml:Issuer>${issuer}</saml:Issuer><saml:NameID>someone</saml:NameID></samlp:LogoutRequest>`;
+    /** A LogoutRequest sent to this server's /saml/slo, or to `destination` (null: naming none). */
+    const logout = (issuer: string, extra: { id?: string; destination?: string | null; doctype?: string } = {}) => {
+      const destination = extra.destination === undefined ? `${server.url}/saml/slo` : extra.destination;
+      return `${extra.doctype ?? ''}<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${extra.id ?? `_${Math.random().toString(16).slice(2)}`}" Version="2.0" IssueInstant="${new Date().toISOString()}"${destination === null ? '' : ` Destination="${destination}"`}><saml:Issuer>${issuer}</saml:Issuer><saml:NameID>someone</saml:NameID></samlp:LogoutRequest>`;
+    };
     const unsignedUrl = (xml: string) => `/saml/slo?SAMLRequest=${encodeURIComponent(deflateRawSync(Buffer.from(xml)).toString('base64'))}`;
     // Signed by the SP over its query (SAML Bindings §3.4.4.1), as a LogoutRequest must be.
     const sloUrl = (xml: string) => {
@@ -240,6 +243,8 @@ describe("requests refused, each with a page in the person's language and an eve
     // SAML Profiles §4.4.4.1: any page the person visits could send an unsigned one.
     await assertRefused({ url: unsignedUrl(logout(entityId)) }, 'unsigned', 400, 'logout');
     await assertRefused({ url: sloUrl(logout(entityId, { destination: 'https://other-idp.example/slo' })) }, 'wrong_destination', 400, 'logout');
+    // SAML Bindings §3.4.5.2: signed, it MUST name where it was sent; one that names nowhere could be another IdP's.
+    await assertRefused({ url: sloUrl(logout(entityId, { destination: null })) }, 'wrong_destination', 400, 'logout');
     const once = sloUrl(logout(entityId, { id: '_logout-once' }));
     assert.equal((await new FormBrowser(server.url).request(once)).status, 303);
     await assertRefused({ url: once }, 'replayed', 400, 'logout');

@@ -144,6 +144,8 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
     );
     const signed = await read(redirect(authnRequest(SIGNING_SP, now), { key: SP_KEY }));
     assert.equal(signed.sp.entityId, SIGNING_SP);
+    // SAML Core §3.2.1: Destination is optional; only a signed request must name it (Bindings §3.4.5.2).
+    assert.equal((await read(redirect(authnRequest(OPEN_SP, now, { Destination: null })))).sp.entityId, OPEN_SP);
   });
 
   it('refuses what it must, with the reason its page and event give, naming the SP where the request named a registered one', async () => {
@@ -166,6 +168,12 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
       ['issued six minutes ago', redirect(authnRequest(OPEN_SP, now, { IssueInstant: minutes(-6) })), 'expired', OPEN_SP],
       ['issued six minutes ahead', redirect(authnRequest(OPEN_SP, now, { IssueInstant: minutes(6) })), 'expired', OPEN_SP],
       ['sent to another Destination', redirect(authnRequest(OPEN_SP, now, { Destination: 'https://elsewhere.example/sso' })), 'wrong_destination', OPEN_SP],
+      [
+        'signed, naming no Destination (Bindings §3.4.5.2)',
+        redirect(authnRequest(SIGNING_SP, now, { Destination: null }), { key: SP_KEY }),
+        'wrong_destination',
+        SIGNING_SP,
+      ],
       [
         'an ACS URL not registered',
         redirect(authnRequest(OPEN_SP, now, { AssertionConsumerServiceURL: 'https://attacker.example/acs' })),
@@ -210,11 +218,12 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
     for (const [what, incoming, reason, entityId] of cases) await refused(what, incoming, reason, entityId);
   });
 
-  it('takes a request signed in its XML over HTTP-POST, and refuses a second signature inside it, or one transformed otherwise than enveloped and exclusive c14n', async () => {
+  it('takes a request signed in its XML over HTTP-POST, and refuses one naming no Destination, a second signature inside it, or one transformed otherwise than enveloped and exclusive c14n', async () => {
     const now = world.clock.now();
     assert.equal((await read(posted(authnRequest(SIGNING_SP, now), SP_KEY))).sp.entityId, SIGNING_SP);
     const cases: [string, IncomingRequest, SamlRefusalReason][] = [
       ['signed by another key', posted(authnRequest(SIGNING_SP, now), OTHER_KEY), 'bad_signature'],
+      ['signed, naming no Destination (Bindings §3.5.5.2)', posted(authnRequest(SIGNING_SP, now, { Destination: null }), SP_KEY), 'wrong_destination'],
       [
         'a second signature inside it, under the one signed',
         posted(authnRequest(SIGNING_SP, now, {}, `<samlp:Extensions><ds:Signature xmlns:ds="http://www.w3.org/2000/09/xmldsig#"/></samlp:Extensions>`), SP_KEY),

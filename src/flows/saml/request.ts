@@ -244,7 +244,8 @@ export interface ReadDeps {
 /**
  * What every request from an SP goes through (SAML Core §3.2.1): read strictly, from a
  * registered SP (its Issuer), signed as its registration asks and checked, version 2.0, an
- * ID, issued near now, sent to `destination`, and its ID recorded, once.
+ * ID, issued near now, sent to `destination` (and saying so, when signed), and its ID
+ * recorded, once.
  */
 async function readRequest(
   deps: ReadDeps,
@@ -316,6 +317,12 @@ async function readRequest(
   // §3.2.1 Destination: "If it is present, the actual recipient MUST check that the URI
   // reference identifies the location at which the message was received."
   const sentTo = attribute(request, 'Destination');
+  // SAML Bindings §3.4.5.2 (HTTP-Redirect) and §3.5.5.2 (HTTP-POST): "If the message is signed,
+  // the Destination XML attribute in the root SAML element of the protocol message MUST contain
+  // the URL to which the sender has instructed the user agent to deliver the message." Without
+  // it, a message the SP signed for another IdP (or another endpoint) would be taken here.
+  if (signed && sentTo === null) throw refuse('wrong_destination', `a signed message names its Destination, ${destination}`, sp.entityId);
+  // "The recipient MUST then verify that the value matches the location at which the message has been received."
   if (sentTo !== null && sentTo !== destination) throw refuse('wrong_destination', `Destination ${sentTo.slice(0, 200)} is not ${destination}`, sp.entityId);
   // Once: the request's ID, per SP, until it could no longer be accepted anyway.
   if (!(await deps.store.samlRequests.use(hashSecret(`${sp.entityId} ${id}`), issued + 2 * limits.requestLifetime * 1000, now)))

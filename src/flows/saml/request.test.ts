@@ -1,8 +1,9 @@
 /**
- * Reading an AuthnRequest (SAML Core §3.2.1, §3.4.1; Bindings §3.4.4.1 HTTP-Redirect) without
- * HTTP: each refusal with the reason its page and event give, and what an accepted request
- * asks. The requests are written here and signed over the query with node:crypto, as an SP
- * signs them; test/saml.test.ts plays node-saml against the server.
+ * Reading an AuthnRequest (SAML Core §3.2.1, §3.4.1; Bindings §3.4.4.1 HTTP-Redirect), and a
+ * LogoutRequest's expiry (§3.7.1), without HTTP: each refusal with the reason its page and
+ * event give, and what an accepted request asks. The requests are written here and signed over
+ * the query with node:crypto, as an SP signs them; test/saml.test.ts plays node-saml against
+ * the server.
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
@@ -12,12 +13,23 @@ import { pemCertificate, selfSignedCertificate } from '../../tokens/certificate.
 import { addSamlSp } from '../manage/saml-service-providers.ts';
 import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { BINDINGS, NAME_ID_FORMAT_URIS } from './metadata-import.ts';
-import { readAuthnRequest, SamlRefusal, SIGNATURE_ALGORITHMS, type IncomingRequest, type SamlRefusalReason } from './request.ts';
+import {
+  CLOCK_SKEW_MS,
+  readAuthnRequest,
+  readLogoutRequest,
+  SamlRefusal,
+  SIGNATURE_ALGORITHMS,
+  type IncomingRequest,
+  type SamlRefusalReason,
+} from './request.ts';
 import { xmlCrypto } from './xml.ts';
 
 const SSO = 'https://auth.example.com/saml/sso';
+const SLO = 'https://auth.example.com/saml/slo';
 const OPEN_SP = 'https://open.example.com/saml';
 const SIGNING_SP = 'https://signing.example.com/saml';
+/** An SP that takes part in single logout, its LogoutRequests signed. */
+const LOGOUT_SP = 'https://logout.example.com/saml';
 const ACS = ['https://open.example.com/saml/acs', 'https://open.example.com/saml/acs-2'];
 const LIMITS = { maxRequestChars: 20_000, requestLifetime: 300 };
 const SP_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
@@ -45,6 +57,15 @@ function authnRequest(issuer: string | null, now: number, attributes: Record<str
     .join('');
   const issuerElement = issuer === null ? '' : `<saml:Issuer>${issuer}</saml:Issuer>`;
   return `<samlp:AuthnRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion"${written}>${issuerElement}${inner}</samlp:AuthnRequest>`;
+}
+
+/** A LogoutRequest of `issuer` (SAML Core §3.7.1) to SLO, naming someone, with `attributes` besides; a fresh ID each time. */
+function logoutRequest(issuer: string, now: number, attributes: Record<string, string> = {}): string {
+  requests += 1;
+  const written = Object.entries(attributes)
+    .map(([name, value]) => ` ${name}="${value}"`)
+    .join('');
+  return `<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_logout${requests}" Version="2.0" IssueInstant="${new Date(now).toISOString()}" Destination="${SLO}"${written}><saml:Issuer>${issuer}</saml:Issuer><saml:NameID>someone</saml:NameID></samlp:LogoutRequest>`;
 }
 
 /** A request over HTTP-Redirect, as the route hands it on. */
@@ -111,6 +132,12 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
       entity_id: SIGNING_SP,
       acs_urls: ['https://signing.example.com/saml/acs'],
       want_signed_requests: true,
+      certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'sp', 'sp')),
+    });
+    await addSamlSp(world.manage, {
+      entity_id: LOGOUT_SP,
+      acs_urls: ['https://logout.example.com/saml/acs'],
+      slo_url: 'https://logout.example.com/saml/slo',
       certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'sp', 'sp')),
     });
   });
@@ -245,5 +272,23 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
     // Another SP may use an ID this one used: each SP's IDs are its own.
     const sameId = /ID="([^"]+)"/.exec(xml)![1]!;
     assert.equal((await read(redirect(authnRequest(OPEN_SP, world.clock.now(), { ID: sameId })))).id, sameId);
+  });
+
+  it('takes a LogoutRequest until its NotOnOrAfter (SAML Core §3.7.1), allowing for an SP clock a little behind; refuses it after', async () => {
+    const now = world.clock.now();
+    const readLogout = (attributes: Record<string, string>) =>
+      readLogoutRequest({ store: world.store, now, limits: LIMITS, sloUrl: SLO }, redirect(logoutRequest(LOGOUT_SP, now, attributes), { key: SP_KEY }));
+    const at = (ms: number) => new Date(now + ms).toISOString();
+    assert.equal((await readLogout({})).sp.entityId, LOGOUT_SP, 'no NotOnOrAfter: only its IssueInstant dates it');
+    assert.equal((await readLogout({ NotOnOrAfter: at(60_000) })).nameId, 'someone');
+    assert.equal((await readLogout({ NotOnOrAfter: at(1 - CLOCK_SKEW_MS) })).nameId, 'someone', 'expired by less than the clock skew allowed');
+    const reason = (run: Promise<unknown>) =>
+      run.then(
+        () => 'taken',
+        (error: unknown) => (error instanceof SamlRefusal ? error.reason : String(error)),
+      );
+    assert.equal(await reason(readLogout({ NotOnOrAfter: at(-CLOCK_SKEW_MS) })), 'expired');
+    assert.equal(await reason(readLogout({ NotOnOrAfter: at(-60_000) })), 'expired');
+    assert.equal(await reason(readLogout({ NotOnOrAfter: '2026-01-01T00:00:00+01:00' })), 'malformed', 'not in UTC (Core §1.3.3)');
   });
 });

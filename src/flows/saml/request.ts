@@ -56,6 +56,12 @@ export const SIGNATURE_ALGORITHMS = {
 const ACCEPTED_SIGNATURES: readonly string[] = Object.values(SIGNATURE_ALGORITHMS);
 const EXC_C14N = 'http://www.w3.org/2001/10/xml-exc-c14n#';
 const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
+/**
+ * How far behind this server's clock an SP's may be, in milliseconds: an assertion's NotBefore
+ * is this much before it is issued (response.ts), and an SP's LogoutRequest is taken until this
+ * much after its NotOnOrAfter.
+ */
+export const CLOCK_SKEW_MS = 5_000;
 /** SAML Core §1.3.4: xs:ID, an NCName. */
 const XS_ID = /^[A-Za-z_][\w.-]{0,255}$/;
 
@@ -226,6 +232,15 @@ const flag = (element: XmlElement, name: string): boolean => {
   return value === 'true' || value === '1';
 };
 
+/** The time of the attribute `name` (SAML Core §1.3.3: xs:dateTime, in UTC) in ms; null when it is absent, a refusal when it is not such a time. */
+function utcTime(element: XmlElement, name: string, entityId: string): number | null {
+  const value = attribute(element, name);
+  if (value === null) return null;
+  const time = Date.parse(value);
+  if (!Number.isFinite(time) || !/Z$/.test(value)) throw refuse('malformed', `${name} is not a UTC time`, entityId);
+  return time;
+}
+
 /** A request read, its signature checked, before what its kind says: the SP, the element to read, its ID and when it was issued. */
 interface ReadRequest {
   readonly sp: SamlServiceProviderRecord;
@@ -309,9 +324,8 @@ async function readRequest(
   const id = attribute(request, 'ID') ?? '';
   if (!XS_ID.test(id)) throw refuse('malformed', 'ID is missing or not an xs:ID', sp.entityId);
   // §3.2.1 IssueInstant; a request far from now is stale (or forged ahead).
-  const instant = attribute(request, 'IssueInstant') ?? '';
-  const issued = Date.parse(instant);
-  if (!Number.isFinite(issued) || !/Z$/.test(instant)) throw refuse('malformed', 'IssueInstant is missing or not a UTC time', sp.entityId);
+  const issued = utcTime(request, 'IssueInstant', sp.entityId);
+  if (issued === null) throw refuse('malformed', 'IssueInstant is missing or not a UTC time', sp.entityId);
   if (Math.abs(now - issued) > limits.requestLifetime * 1000)
     throw refuse('expired', `the request was issued more than ${limits.requestLifetime} seconds from now`, sp.entityId);
   // §3.2.1 Destination: "If it is present, the actual recipient MUST check that the URI
@@ -391,6 +405,11 @@ export async function readLogoutRequest(deps: ReadDeps & { readonly sloUrl: stri
   const { sp, request, id } = await strictly(null, () => readRequest(deps, incoming, 'LogoutRequest', deps.sloUrl));
   return strictly(sp.entityId, async () => {
     if (sp.sloUrl === null) throw refuse('unsupported', 'the SP has no SingleLogoutService URL registered to be answered at', sp.entityId);
+    // SAML Core §3.7.1 NotOnOrAfter: "The time at which the request expires, after which the
+    // recipient may discard the message." Discarded, an SP's clock behind this one's allowed for.
+    const expires = utcTime(request, 'NotOnOrAfter', sp.entityId);
+    if (expires !== null && deps.now >= expires + CLOCK_SKEW_MS)
+      throw refuse('expired', `the LogoutRequest expired at ${new Date(expires).toISOString()}`, sp.entityId);
     const nameIdElement = onlyChild(request, SAML_NS.assertion, 'NameID');
     if (nameIdElement === null) throw refuse('malformed', 'a LogoutRequest names the person by NameID', sp.entityId);
     const sessionIndexes = children(request, SAML_NS.protocol, 'SessionIndex').map((index) => textOf(index).trim());

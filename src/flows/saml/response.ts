@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { deflateRawSync } from 'node:zlib';
 import type { SamlServiceProviderRecord, SloBinding, UserRecord } from '../../store/types.ts';
 import type { NAME_ID_FORMAT_URIS } from './metadata-import.ts';
-import { SIGNATURE_ALGORITHMS } from './request.ts';
+import { CLOCK_SKEW_MS, SIGNATURE_ALGORITHMS } from './request.ts';
 import { SAML_NS, xmlCrypto, xmlEscape } from './xml.ts';
 
 /** xml-encryption (the XML Encryption library node-saml decrypts with), without type declarations of its own. */
@@ -159,7 +159,7 @@ export async function assertionResponse(input: AssertionInput, signer: SamlSigne
     `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>` +
     `<saml:Subject><saml:NameID Format="${xmlEscape(input.nameIdFormat)}" NameQualifier="${xmlEscape(input.idp)}" SPNameQualifier="${xmlEscape(input.sp.entityId)}">${xmlEscape(input.nameId)}</saml:NameID>` +
     `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData${inResponseTo} Recipient="${xmlEscape(input.acsUrl)}" NotOnOrAfter="${until}"/></saml:SubjectConfirmation></saml:Subject>` +
-    `<saml:Conditions NotBefore="${instant(now - 5_000)}" NotOnOrAfter="${until}"><saml:AudienceRestriction><saml:Audience>${xmlEscape(input.sp.entityId)}</saml:Audience></saml:AudienceRestriction></saml:Conditions>` +
+    `<saml:Conditions NotBefore="${instant(now - CLOCK_SKEW_MS)}" NotOnOrAfter="${until}"><saml:AudienceRestriction><saml:Audience>${xmlEscape(input.sp.entityId)}</saml:Audience></saml:AudienceRestriction></saml:Conditions>` +
     `<saml:AuthnStatement AuthnInstant="${instant(input.authTime)}" SessionIndex="${xmlEscape(input.sessionIndex)}" SessionNotOnOrAfter="${instant(now + 8 * 3600_000)}"><saml:AuthnContext><saml:AuthnContextClassRef>${xmlEscape(input.authnContext)}</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>` +
     (attributes.length === 0
       ? ''

@@ -224,7 +224,7 @@ describe("requests refused, each with a page in the person's language and an eve
     await assertRefused({ url: redirectUrl(authnRequest(entityId).replace('Version="2.0"', 'Version="1.1"')) }, 'unsupported');
   });
 
-  it('logout messages are refused in words of their own: an unknown SP, a DTD, unsigned, another server or none though signed, a replay, a changed signature', async () => {
+  it('logout messages are refused in words of their own: an unknown SP, a DTD, unsigned (a request, or an answer from an SP with a certificate), another server or none though signed, a replay, a changed signature', async () => {
     const slo = 'https://sp.example.com/saml/slo';
     const { entityId } = await serviceProvider({ slo_url: slo, certificate: SP_CERT });
     /** A LogoutRequest sent to this server's /saml/slo, or to `destination` (null: naming none). */
@@ -261,6 +261,13 @@ describe("requests refused, each with a page in the person's language and an eve
     answer.searchParams.delete('Signature');
     answer.searchParams.delete('SigAlg');
     await assertRefused({ url: `/saml/slo${answer.search}` }, 'unsigned', 400, 'logout');
+
+    // SAML Profiles §4.4.4.2: an SP whose certificate is registered signs its LogoutResponse,
+    // whatever it asked of its AuthnRequests (here taken unsigned).
+    const certified = await serviceProvider({ slo_url: slo, certificate: SP_CERT }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
+    const unsignedAnswer = new URL(await certified.saml.getLogoutResponseUrlAsync({ ID: '_anything' } as never, '', {}, true));
+    assert.equal(unsignedAnswer.searchParams.has('Signature'), false);
+    await assertRefused({ url: `/saml/slo${unsignedAnswer.search}` }, 'unsigned', 400, 'logout');
   });
 
   it('a signed HTTP-Redirect query carrying a second message its signature does not cover (an encoded name, a second ?)', async () => {

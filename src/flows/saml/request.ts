@@ -315,10 +315,16 @@ async function readRequest(
   // SAML Profiles §4.4.4.1: a LogoutRequest "MUST be signed" over HTTP-Redirect and HTTP-POST,
   // whatever the SP asked for its AuthnRequests: an unsigned one could be sent by any page the
   // person visits, and end their session here and at every SP of it. Refused before its ID is
-  // recorded. (An SP with no SingleLogoutService is refused for that, in readLogoutRequest; a
-  // LogoutResponse names the request it answers, InResponseTo, 160 random bits only its SP got.)
+  // recorded. (An SP with no SingleLogoutService is refused for that, in readLogoutRequest.)
   if (kind === 'LogoutRequest' && sp.sloUrl !== null && !signed)
     throw refuse('unsigned', "a LogoutRequest must be signed (SAML Profiles §4.4.4.1): register the SP's signing certificate", sp.entityId);
+  // SAML Profiles §4.4.4.2: "The <LogoutResponse> message MUST be signed if the HTTP POST or
+  // Redirect binding is used." Required of every SP it can be checked for, one with a
+  // certificate registered. An SP without one is still taken unsigned, as before: its answer
+  // names the LogoutRequest it answers (InResponseTo, readLogoutResponse), 160 random bits only
+  // that SP was sent, and refusing it would leave the person's browser stopped at that SP.
+  if (kind === 'LogoutResponse' && sp.certificate !== null && !signed)
+    throw refuse('unsigned', 'a LogoutResponse must be signed (SAML Profiles §4.4.4.2), with the certificate registered for the SP', sp.entityId);
   const request = signedElement ?? root;
   if (attribute(request, 'Version') !== '2.0') throw refuse('unsupported', 'Version must be 2.0', sp.entityId);
   const id = attribute(request, 'ID') ?? '';

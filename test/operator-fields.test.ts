@@ -976,6 +976,7 @@ const EVERY_SAML_SP_FIELD: Readonly<Record<string, unknown>> = {
   attributes: { mail: 'email', uid: 'preferred_username', displayName: 'name' },
   want_signed_requests: true,
   sign_response: true,
+  idp_initiated: true,
   certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'https://sp.example.com/every-field', 'sp')).trim(),
   encryption_certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'https://sp.example.com/every-field', 'sp-encryption')).trim(),
 };

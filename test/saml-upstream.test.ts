@@ -33,7 +33,7 @@ describe('SAML sign-in through an upstream OpenID provider', () => {
       profile: { emailVerified: true },
     });
     await addUpstreamTessera(downstream, upstream, { id: 'upstream', name: 'Upstream ID' });
-    await addSamlSp(manageDeps(downstream), { entity_id: ENTITY_ID, acs_urls: [ACS], attributes: { mail: 'email', displayName: 'name' } });
+    await addSamlSp(manageDeps(downstream), { entity_id: ENTITY_ID, acs_urls: [ACS], attributes: { mail: 'email', displayName: 'name' }, idp_initiated: true });
     const metadata = await (await fetch(`${downstream.url}/saml/metadata`)).text();
     saml = new SAML({
       issuer: ENTITY_ID,

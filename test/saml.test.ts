@@ -170,14 +170,26 @@ describe('SP-initiated sign-in', () => {
 });
 
 describe('IdP-initiated sign-in', () => {
-  it("sends an unsolicited signed assertion to the SP's first ACS URL after the password", async () => {
-    const { saml, entityId } = await serviceProvider({}, { validateInResponseTo: ValidateInResponseTo.never });
+  it("sends an unsolicited signed assertion to the SP's first ACS URL after the password, for an SP registered to take one", async () => {
+    const { saml, entityId } = await serviceProvider({ idp_initiated: true }, { validateInResponseTo: ValidateInResponseTo.never });
     const browser = new FormBrowser(server.url);
     const page = await browser.signIn(await browser.follow(await browser.request(`/saml/initiate?sp=${encodeURIComponent(entityId)}&RelayState=home`)), user);
     const fields = postedToAcs(page);
     assert.equal(fields['RelayState'], 'home');
     const { profile } = await saml.validatePostResponseAsync(fields);
     assert.equal(profile?.['mail'], 'ada@example.com');
+  });
+
+  it('refuses one for an SP not registered to take unsolicited Responses (SAML Profiles §4.1.5), before any sign-in, with a page and an event', async () => {
+    const { entityId } = await serviceProvider();
+    const browser = new FormBrowser(server.url);
+    await browser.signIn(await browser.request('/login'), user);
+    const page = await browser.request(`/saml/initiate?sp=${encodeURIComponent(entityId)}`, { headers: { 'accept-language': 'de' } });
+    assert.equal(page.status, 403, page.html.slice(0, 400));
+    assert.match(page.html, /<h1>Anmeldeanfrage abgelehnt<\/h1>/);
+    assert.doesNotMatch(page.html, /name="SAMLResponse"/, 'nothing is sent to the SP');
+    const [event] = await server.store.events.list({ type: 'saml.request_refused', limit: 1 });
+    assert.deepEqual([event?.detail['reason'], event?.detail['entity_id']], ['unsolicited', entityId]);
   });
 });
 

@@ -120,7 +120,7 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
     const texts = kind === 'logout' ? 'saml.logoutRefused' : 'saml.refused';
     return pages.send(
       reply,
-      reason === 'unknown_sp' || reason === 'unknown_acs' ? 403 : 400,
+      reason === 'unknown_sp' || reason === 'unknown_acs' || reason === 'unsolicited' ? 403 : 400,
       errorPage(ui, ui.t.text(`${texts}.title` as MessageKey), ui.t.text(`${texts}.${reason}` as MessageKey), { details: message }),
     );
   }

@@ -1540,6 +1540,20 @@ const selfAssertedEmails: Migration = {
   ],
 };
 
+/**
+ * Version 52 (SAML IdP-initiated sign-in): whether an SP takes sign-ins started at this IdP
+ * (SAML Profiles §4.1.5: unsolicited Responses), which it must accept deliberately; off for
+ * every SP, those registered before too, until an operator turns it on (docs/saml.md).
+ */
+const samlIdpInitiated: Migration = {
+  version: 52,
+  name: 'SAML IdP-initiated sign-in',
+  statements: [
+    (t, dialect) =>
+      `ALTER TABLE saml_service_providers ADD COLUMN idp_initiated ${t.boolean('idp_initiated')} DEFAULT ${dialect === 'postgres' ? 'false' : '0'}`,
+  ],
+};
+
 /** Every migration, oldest first. */
 export const migrations: readonly Migration[] = [
   initial,
@@ -1587,4 +1601,5 @@ export const migrations: readonly Migration[] = [
   upstreamMaxAge,
   mailedResetLinks,
   selfAssertedEmails,
+  samlIdpInitiated,
 ];

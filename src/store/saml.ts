@@ -31,6 +31,11 @@ export interface SamlServiceProviderRecord {
   readonly wantSignedRequests: boolean;
   /** The Response is signed too, not only the assertion. */
   readonly signResponse: boolean;
+  /**
+   * It takes sign-ins started at this IdP (/saml/initiate): a Response that answers no request
+   * of its own (SAML Profiles §4.1.5, "unsolicited"), which an SP accepts only when it means to.
+   */
+  readonly idpInitiated: boolean;
   /** Its signing certificate (PEM), which its signed requests are checked with. */
   readonly certificate: string | null;
   /** Its encryption certificate (PEM, an RSA key): its assertions are encrypted for it (SAML Core §2.3.4 EncryptedAssertion). Null: sent in the clear. */

@@ -21,6 +21,7 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
     attributes: { mail: 'email', uid: 'preferred_username' },
     wantSignedRequests: true,
     signResponse: true,
+    idpInitiated: true,
     certificate: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----',
     encryptionCertificate: '-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----',
     nameIdSalt: 'salt',
@@ -46,6 +47,7 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
         attributes: {},
         wantSignedRequests: false,
         signResponse: false,
+        idpInitiated: false,
         nameIdFormat: 'email',
       });
       await store.samlServiceProviders.create(bare);
@@ -74,6 +76,7 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
         attributes: {},
         wantSignedRequests: false,
         signResponse: false,
+        idpInitiated: false,
         certificate: null,
         encryptionCertificate: null,
         updatedAt: T0 + 1,

@@ -108,7 +108,7 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
   };
   const eventsOf = async (type: string) => (await world.store.events.list({ type: type as never, limit: 1000 })).map((event) => event.detail);
 
-  it('adds an SP with its defaults: persistent NameIDs, HTTP-Redirect logout, no attributes, unsigned requests, a NameID key of its own', async () => {
+  it('adds an SP with its defaults: persistent NameIDs, HTTP-Redirect logout, no attributes, unsigned requests, no IdP-initiated sign-in, a NameID key of its own', async () => {
     const sp = await addSamlSp(world.manage, { entity_id: WIKI, acs_urls: [`${WIKI}/acs`, `${WIKI}/acs-2`] });
     const { id, nameIdSalt, ...rest } = sp;
     assert.deepEqual(rest, {
@@ -121,6 +121,8 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
       attributes: {},
       wantSignedRequests: false,
       signResponse: false,
+      // SAML Profiles §4.1.5: an SP takes unsolicited Responses only when it is registered to.
+      idpInitiated: false,
       certificate: null,
       encryptionCertificate: null,
       createdAt: world.clock.now(),
@@ -142,12 +144,13 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
       attributes: { mail: 'email', uid: 'sub', 'urn:oid:2.5.4.42': 'given_name' },
       want_signed_requests: true,
       sign_response: true,
+      idp_initiated: true,
       // As metadata holds it: the base64 DER without the PEM lines, wrapped.
       certificate: SIGNING_DER.toString('base64').replace(/(.{76})/g, '$1\n'),
       encryption_certificate: `${ENCRYPTION_PEM}\n`,
     });
     assert.deepEqual(
-      [sp.name, sp.acsUrls, sp.sloUrl, sp.sloBinding, sp.nameIdFormat, sp.attributes, sp.wantSignedRequests, sp.signResponse],
+      [sp.name, sp.acsUrls, sp.sloUrl, sp.sloBinding, sp.nameIdFormat, sp.attributes, sp.wantSignedRequests, sp.signResponse, sp.idpInitiated],
       [
         'Wiki',
         [urls[0], 'http://127.0.0.1:8080/acs'],
@@ -155,6 +158,7 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
         'post',
         'email',
         { mail: 'email', uid: 'sub', 'urn:oid:2.5.4.42': 'given_name' },
+        true,
         true,
         true,
       ],
@@ -214,6 +218,7 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
       ['signed requests asked as a string', fresh({ want_signed_requests: 'true' }), 'invalid:want_signed_requests'],
       ['signed requests without the certificate they are checked with', fresh({ want_signed_requests: true }), 'invalid:want_signed_requests'],
       ['a signed response asked as a number', fresh({ sign_response: 1 }), 'invalid:sign_response'],
+      ['IdP-initiated sign-in asked as a string', fresh({ idp_initiated: 'yes' }), 'invalid:idp_initiated'],
       ['a certificate that is not PEM', fresh({ certificate: 'not a certificate' }), 'invalid:certificate'],
       ['a certificate that is not X.509', fresh({ certificate: Buffer.from('not DER at all').toString('base64') }), 'invalid:certificate'],
       ['a certificate with characters that are not base64', fresh({ certificate: SIGNING_PEM.replace(/\n(?!-)/, '\n*') }), 'invalid:certificate'],
@@ -405,6 +410,7 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
         attributes: { mail: 'email' },
         want_signed_requests: true,
         sign_response: true,
+        idp_initiated: true,
         certificate: SIGNING_PEM,
         encryption_certificate: ENCRYPTION_PEM,
       }),
@@ -425,10 +431,19 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
       name: null,
       slo_url: null,
       want_signed_requests: false,
+      idp_initiated: false,
       certificate: null,
       encryption_certificate: null,
     });
-    assert.deepEqual(cleared, { ...byEntityId, name: null, sloUrl: null, wantSignedRequests: false, certificate: null, encryptionCertificate: null });
+    assert.deepEqual(cleared, {
+      ...byEntityId,
+      name: null,
+      sloUrl: null,
+      wantSignedRequests: false,
+      idpInitiated: false,
+      certificate: null,
+      encryptionCertificate: null,
+    });
 
     const cases: [string, SamlSpInput, string][] = [
       ['another entity ID', { entity_id: 'https://elsewhere.example.com/saml' }, 'invalid:entity_id'],

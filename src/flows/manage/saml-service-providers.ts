@@ -33,6 +33,7 @@ export interface SamlSpInput {
   readonly attributes?: unknown;
   readonly want_signed_requests?: unknown;
   readonly sign_response?: unknown;
+  readonly idp_initiated?: unknown;
   readonly certificate?: unknown;
   readonly encryption_certificate?: unknown;
   readonly metadata?: unknown;
@@ -157,6 +158,8 @@ function registration(input: SamlSpInput, current: SamlServiceProviderRecord | n
       given(input.want_signed_requests, metadata?.wantSignedRequests, current?.wantSignedRequests ?? false),
     ),
     signResponse: input.sign_response === undefined ? (current?.signResponse ?? false) : checkFlag('sign_response', input.sign_response),
+    // Off unless asked for: an SP takes unsolicited Responses only deliberately (SAML Profiles §4.1.5).
+    idpInitiated: input.idp_initiated === undefined ? (current?.idpInitiated ?? false) : checkFlag('idp_initiated', input.idp_initiated),
     certificate: checkCertificate(given(input.certificate, metadata?.certificate ?? undefined, current?.certificate ?? null)),
     encryptionCertificate: checkCertificate(
       given(input.encryption_certificate, metadata?.encryptionCertificate ?? undefined, current?.encryptionCertificate ?? null),
@@ -230,6 +233,7 @@ export function samlSpJson(sp: SamlServiceProviderRecord): Record<string, unknow
     attributes: sp.attributes,
     want_signed_requests: sp.wantSignedRequests,
     sign_response: sp.signResponse,
+    idp_initiated: sp.idpInitiated,
     certificate: sp.certificate,
     encryption_certificate: sp.encryptionCertificate,
     created_at: isoTime(sp.createdAt),

@@ -25,6 +25,7 @@ export const SAML_REFUSALS = [
   'expired',
   'wrong_destination',
   'unsupported',
+  'unsolicited',
 ] as const;
 export type SamlRefusalReason = (typeof SAML_REFUSALS)[number];
 

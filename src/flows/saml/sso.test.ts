@@ -11,7 +11,7 @@ import { loadConfig } from '../../config/index.ts';
 import type { AuthMethod } from '../../core/auth-methods.ts';
 import type { SamlServiceProviderRecord, SessionRecord } from '../../store/types.ts';
 import type { MemberPolicy } from '../second-factor/policy.ts';
-import type { AuthnRequest } from './request.ts';
+import { SamlRefusal, type AuthnRequest } from './request.ts';
 import { AUTHN_CONTEXT, STATUS } from './response.ts';
 import { openPending, pendingOf, samlNextStep, sealPending, unsolicited, type PendingSamlSignIn } from './sso.ts';
 
@@ -26,6 +26,7 @@ const SP = {
   id: 'sp-1',
   entityId: 'https://sp.example.com/saml',
   acsUrls: ['https://sp.example.com/acs', 'https://sp.example.com/acs-2'],
+  idpInitiated: true,
 } as unknown as SamlServiceProviderRecord;
 
 function request(fields: Partial<AuthnRequest> = {}): AuthnRequest {
@@ -59,6 +60,13 @@ describe('a SAML sign-in, pending and its next step', () => {
     });
     assert.equal(pendingOf(request({ authnContext: ['urn:example:unknown-class'] }), null, T0).acr, null, 'none known: none asked');
     assert.deepEqual(unsolicited(SP, 'r', T0), { ...pendingOf(request({ acsUrl: SP.acsUrls[0]! }), 'r', T0), request: null });
+  });
+
+  it('starts an unsolicited sign-in (SAML Profiles §4.1.5) only for an SP registered to take one', () => {
+    assert.throws(
+      () => unsolicited({ ...SP, idpInitiated: false }, null, T0),
+      (error: unknown) => error instanceof SamlRefusal && error.reason === 'unsolicited' && error.entityId === SP.entityId,
+    );
   });
 
   it('opens the sealed sign-in only as it was sealed, with the same secret, within its lifetime', () => {

@@ -19,7 +19,7 @@ import type { SamlServiceProviderRecord, SamlSessionSpRecord, SessionRecord, Use
 import { groupsOf, releasedClaims, SCOPE_CLAIMS } from '../../tokens/claims.ts';
 import { approvalRefusal, sessionMethods, type ApprovalRefusal, type MemberPolicy } from '../second-factor/policy.ts';
 import { NAME_ID_FORMAT_URIS, nameIdFormatOf } from './metadata-import.ts';
-import type { AuthnRequest } from './request.ts';
+import { SamlRefusal, type AuthnRequest } from './request.ts';
 import { assertionResponse, AUTHN_CONTEXT, nameIdOf, STATUS, statusResponse, type SamlSigner } from './response.ts';
 import type { Store } from '../../store/types.ts';
 
@@ -67,8 +67,15 @@ export function pendingOf(request: AuthnRequest, relayState: string | null, now:
   };
 }
 
-/** An IdP-initiated sign-in (SAML Profiles §4.1.5 "unsolicited"): to the SP's first ACS URL, answering no request. */
+/**
+ * An IdP-initiated sign-in (SAML Profiles §4.1.5 "unsolicited"): to the SP's first ACS URL,
+ * answering no request; refused for an SP not registered to take one.
+ */
 export function unsolicited(sp: SamlServiceProviderRecord, relayState: string | null, now: number): PendingSamlSignIn {
+  // SAML Profiles §4.1.5: "An identity provider MAY initiate this profile by delivering an
+  // unsolicited <Response> message to a service provider." An SP that takes one accepts a
+  // sign-in it did not ask for, so it is sent one only when its registration says it does.
+  if (!sp.idpInitiated) throw new SamlRefusal('unsolicited', 'this SP is not registered to take sign-ins started here (idp_initiated)', sp.entityId);
   return { sp: sp.id, acs: 0, request: null, relayState, forceAuthn: false, isPassive: false, nameIdFormat: null, acr: null, at: now };
 }
 

@@ -12,15 +12,15 @@ import { type Dialect, queries, type Runner } from './dialect.ts';
 export function samlStatements(d: Dialect) {
   return {
     insertSamlServiceProvider: `
-      INSERT INTO saml_service_providers (id, entity_id, name, acs_urls, slo_url, slo_binding, name_id_format, attributes, want_signed_requests, sign_response, certificate, encryption_certificate, name_id_salt, created_at, updated_at)
-      VALUES (:id, :entityId, :name, :acsUrls, :sloUrl, :sloBinding, :nameIdFormat, :attributes, :wantSignedRequests, :signResponse, :certificate, :encryptionCertificate, :nameIdSalt, :createdAt, :updatedAt)
+      INSERT INTO saml_service_providers (id, entity_id, name, acs_urls, slo_url, slo_binding, name_id_format, attributes, want_signed_requests, sign_response, idp_initiated, certificate, encryption_certificate, name_id_salt, created_at, updated_at)
+      VALUES (:id, :entityId, :name, :acsUrls, :sloUrl, :sloBinding, :nameIdFormat, :attributes, :wantSignedRequests, :signResponse, :idpInitiated, :certificate, :encryptionCertificate, :nameIdSalt, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getSamlServiceProvider: 'SELECT * FROM saml_service_providers WHERE id = :id',
     samlServiceProviderByEntityId: 'SELECT * FROM saml_service_providers WHERE entity_id = :entityId',
     listSamlServiceProviders: 'SELECT * FROM saml_service_providers ORDER BY created_at, id',
     updateSamlServiceProvider: `
       UPDATE saml_service_providers SET name = :name, acs_urls = :acsUrls, slo_url = :sloUrl, slo_binding = :sloBinding, name_id_format = :nameIdFormat,
-        attributes = :attributes, want_signed_requests = :wantSignedRequests, sign_response = :signResponse, certificate = :certificate, encryption_certificate = :encryptionCertificate, updated_at = :updatedAt
+        attributes = :attributes, want_signed_requests = :wantSignedRequests, sign_response = :signResponse, idp_initiated = :idpInitiated, certificate = :certificate, encryption_certificate = :encryptionCertificate, updated_at = :updatedAt
       WHERE id = :id`,
     removeSamlServiceProvider: 'DELETE FROM saml_service_providers WHERE id = :id',
     // As the DPoP proofs and client assertions (replays.ts): the first caller only; an
@@ -63,6 +63,7 @@ function spFromRow(row: Row, read: ColumnReader): SamlServiceProviderRecord {
     attributes: Object.fromEntries(Object.entries(attributes).map(([name, claim]) => [name, String(claim)])),
     wantSignedRequests: read.boolean(row, 'want_signed_requests'),
     signResponse: read.boolean(row, 'sign_response'),
+    idpInitiated: read.boolean(row, 'idp_initiated'),
     certificate: rows.textOrNull(row, 'certificate'),
     encryptionCertificate: rows.textOrNull(row, 'encryption_certificate'),
     nameIdSalt: rows.text(row, 'name_id_salt'),
@@ -99,6 +100,7 @@ export function samlStores(
     attributes: JSON.stringify(sp.attributes),
     wantSignedRequests: d.flag(sp.wantSignedRequests),
     signResponse: d.flag(sp.signResponse),
+    idpInitiated: d.flag(sp.idpInitiated),
     certificate: sp.certificate,
     encryptionCertificate: sp.encryptionCertificate,
     updatedAt: sp.updatedAt,

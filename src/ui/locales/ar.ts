@@ -372,6 +372,7 @@ const ar: Catalogue = {
   'saml.refused.expired': 'انتهت صلاحية طلب تسجيل الدخول هذا. عُد إلى التطبيق وسجّل الدخول من جديد.',
   'saml.refused.wrong_destination': 'كان طلب تسجيل الدخول موجّهًا إلى خادم آخر.',
   'saml.refused.unsupported': 'طلب التطبيق شيئًا لا يقدّمه هذا الخادم.',
+  'saml.refused.unsolicited': 'لا يقبل هذا التطبيق عمليات تسجيل الدخول التي تبدأ من هذا الخادم. سجّل الدخول من التطبيق نفسه.',
   'saml.refused.stale': 'انتهت صلاحية رابط تسجيل الدخول هذا. عُد إلى التطبيق وسجّل الدخول من جديد.',
   'saml.logoutRefused.title': 'رُفض طلب تسجيل الخروج',
   'saml.logoutRefused.malformed':
@@ -384,6 +385,7 @@ const ar: Catalogue = {
   'saml.logoutRefused.expired': 'انتهت صلاحية رسالة تسجيل الخروج هذه. عُد إلى التطبيق وسجّل الخروج مرة أخرى.',
   'saml.logoutRefused.wrong_destination': 'كانت رسالة تسجيل الخروج موجّهة إلى خادم آخر.',
   'saml.logoutRefused.unsupported': 'طلب التطبيق تسجيل خروج لا يدعمه هذا الخادم.',
+  'saml.logoutRefused.unsolicited': 'لا يقبل هذا التطبيق رسائل تسجيل خروج لم يطلبها. لم يتغيّر شيء.',
   'saml.logoutRefused.stale':
     'انتهت صلاحية رابط تسجيل الخروج هذا أو استُخدم من قبل. لقد سُجّل خروجك هنا؛ وإن كنت ما زلت مسجّل الدخول في التطبيق فسجّل الخروج منه مرة أخرى.',
 

@@ -391,6 +391,7 @@ const de: Catalogue = {
   'saml.refused.expired': 'Diese Anmeldeanfrage ist abgelaufen. Gehen Sie zur Anwendung zurück und melden Sie sich erneut an.',
   'saml.refused.wrong_destination': 'Die Anmeldeanfrage war für einen anderen Server bestimmt.',
   'saml.refused.unsupported': 'Die Anwendung hat etwas verlangt, das dieser Server nicht unterstützt.',
+  'saml.refused.unsolicited': 'Diese Anwendung nimmt keine Anmeldungen an, die auf diesem Server beginnen. Melden Sie sich in der Anwendung selbst an.',
   'saml.refused.stale': 'Dieser Anmeldelink ist abgelaufen. Gehen Sie zur Anwendung zurück und melden Sie sich erneut an.',
   'saml.logoutRefused.title': 'Abmeldeanfrage abgelehnt',
   'saml.logoutRefused.malformed':
@@ -404,6 +405,7 @@ const de: Catalogue = {
   'saml.logoutRefused.expired': 'Diese Abmeldenachricht ist abgelaufen. Gehen Sie zur Anwendung zurück und melden Sie sich erneut ab.',
   'saml.logoutRefused.wrong_destination': 'Die Abmeldenachricht war für einen anderen Server bestimmt.',
   'saml.logoutRefused.unsupported': 'Die Anwendung hat eine Abmeldung verlangt, die dieser Server nicht unterstützt.',
+  'saml.logoutRefused.unsolicited': 'Diese Anwendung nimmt keine Abmeldenachrichten an, um die sie nicht gebeten hat. Es wurde nichts geändert.',
   'saml.logoutRefused.stale':
     'Dieser Abmeldelink ist abgelaufen oder wurde bereits verwendet. Hier sind Sie abgemeldet; falls Sie bei der Anwendung noch angemeldet sind, melden Sie sich dort erneut ab.',
 

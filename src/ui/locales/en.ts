@@ -412,6 +412,7 @@ const en = {
   'saml.refused.expired': 'This sign-in request has expired. Go back to the application and sign in again.',
   'saml.refused.wrong_destination': 'The sign-in request was meant for another server.',
   'saml.refused.unsupported': 'The application asked for something this server does not do.',
+  'saml.refused.unsolicited': 'This application does not take sign-ins started from this server. Sign in from the application itself.',
   'saml.refused.stale': 'This sign-in link has expired. Go back to the application and sign in again.',
   'saml.logoutRefused.title': 'Sign-out request refused',
   'saml.logoutRefused.malformed':
@@ -424,6 +425,7 @@ const en = {
   'saml.logoutRefused.expired': 'This sign-out message has expired. Go back to the application and sign out again.',
   'saml.logoutRefused.wrong_destination': 'The sign-out message was meant for another server.',
   'saml.logoutRefused.unsupported': 'The application asked for a sign-out this server does not do.',
+  'saml.logoutRefused.unsolicited': 'This application does not take sign-out messages it did not ask for. Nothing was changed.',
   'saml.logoutRefused.stale':
     'This sign-out link has expired or was already used. You are signed out here; go back to the application and sign out there again if you are still signed in.',
 

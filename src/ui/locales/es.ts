@@ -385,6 +385,7 @@ const es: Catalogue = {
   'saml.refused.expired': 'Esta solicitud de inicio de sesión caducó. Vuelva a la aplicación e inicie sesión de nuevo.',
   'saml.refused.wrong_destination': 'La solicitud de inicio de sesión era para otro servidor.',
   'saml.refused.unsupported': 'La aplicación pidió algo que este servidor no hace.',
+  'saml.refused.unsolicited': 'Esta aplicación no acepta inicios de sesión empezados en este servidor. Inicie sesión desde la propia aplicación.',
   'saml.refused.stale': 'Este enlace de inicio de sesión caducó. Vuelva a la aplicación e inicie sesión de nuevo.',
   'saml.logoutRefused.title': 'Solicitud de cierre de sesión rechazada',
   'saml.logoutRefused.malformed':
@@ -397,6 +398,7 @@ const es: Catalogue = {
   'saml.logoutRefused.expired': 'Este mensaje de cierre de sesión caducó. Vuelva a la aplicación y cierre sesión de nuevo.',
   'saml.logoutRefused.wrong_destination': 'El mensaje de cierre de sesión era para otro servidor.',
   'saml.logoutRefused.unsupported': 'La aplicación pidió un cierre de sesión que este servidor no admite.',
+  'saml.logoutRefused.unsolicited': 'Esta aplicación no acepta mensajes de cierre de sesión que no pidió. No se cambió nada.',
   'saml.logoutRefused.stale':
     'Este enlace de cierre de sesión caducó o ya se usó. Aquí su sesión está cerrada; si aún la tiene abierta en la aplicación, ciérrela allí de nuevo.',
 

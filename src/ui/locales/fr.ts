@@ -389,6 +389,7 @@ const fr: Catalogue = {
   'saml.refused.expired': 'Cette demande de connexion a expiré. Revenez à l’application et reconnectez-vous.',
   'saml.refused.wrong_destination': 'La demande de connexion était destinée à un autre serveur.',
   'saml.refused.unsupported': 'L’application a demandé quelque chose que ce serveur ne fait pas.',
+  'saml.refused.unsolicited': 'Cette application n’accepte pas les connexions commencées sur ce serveur. Connectez-vous depuis l’application elle-même.',
   'saml.refused.stale': 'Ce lien de connexion a expiré. Revenez à l’application et reconnectez-vous.',
   'saml.logoutRefused.title': 'Demande de déconnexion refusée',
   'saml.logoutRefused.malformed':
@@ -401,6 +402,7 @@ const fr: Catalogue = {
   'saml.logoutRefused.expired': 'Ce message de déconnexion a expiré. Revenez à l’application et déconnectez-vous à nouveau.',
   'saml.logoutRefused.wrong_destination': 'Le message de déconnexion était destiné à un autre serveur.',
   'saml.logoutRefused.unsupported': 'L’application a demandé une déconnexion que ce serveur ne prend pas en charge.',
+  'saml.logoutRefused.unsolicited': 'Cette application n’accepte pas les messages de déconnexion qu’elle n’a pas demandés. Rien n’a été modifié.',
   'saml.logoutRefused.stale':
     'Ce lien de déconnexion a expiré ou a déjà été utilisé. Vous êtes déconnecté ici ; si vous êtes encore connecté à l’application, déconnectez-vous-y à nouveau.',
 

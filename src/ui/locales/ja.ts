@@ -375,6 +375,7 @@ const ja: Catalogue = {
   'saml.refused.expired': 'このサインイン要求は有効期限が切れています。アプリに戻ってもう一度サインインしてください。',
   'saml.refused.wrong_destination': 'このサインイン要求は別のサーバー宛てでした。',
   'saml.refused.unsupported': 'アプリが、このサーバーでは対応していないことを求めました。',
+  'saml.refused.unsolicited': 'このアプリは、このサーバーから始めたサインインを受け付けません。アプリ自体からサインインしてください。',
   'saml.refused.stale': 'このサインインリンクは有効期限が切れています。アプリに戻ってもう一度サインインしてください。',
   'saml.logoutRefused.title': 'サインアウト要求が拒否されました',
   'saml.logoutRefused.malformed':
@@ -387,6 +388,7 @@ const ja: Catalogue = {
   'saml.logoutRefused.expired': 'このサインアウトメッセージは有効期限が切れています。アプリに戻ってもう一度サインアウトしてください。',
   'saml.logoutRefused.wrong_destination': 'このサインアウトメッセージは別のサーバー宛てでした。',
   'saml.logoutRefused.unsupported': 'アプリがこのサーバーでは行えないサインアウトを求めました。',
+  'saml.logoutRefused.unsolicited': 'このアプリは、求めていないサインアウトメッセージを受け付けません。何も変更されていません。',
   'saml.logoutRefused.stale':
     'このサインアウトリンクは有効期限が切れているか、すでに使用されています。ここではサインアウト済みです。アプリでまだサインインしている場合は、そちらでもう一度サインアウトしてください。',
 

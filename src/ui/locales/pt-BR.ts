@@ -380,6 +380,7 @@ const ptBR: Catalogue = {
   'saml.refused.expired': 'Esta solicitação de login expirou. Volte ao aplicativo e entre novamente.',
   'saml.refused.wrong_destination': 'A solicitação de login era para outro servidor.',
   'saml.refused.unsupported': 'O aplicativo pediu algo que este servidor não faz.',
+  'saml.refused.unsolicited': 'Este aplicativo não aceita logins iniciados neste servidor. Entre pelo próprio aplicativo.',
   'saml.refused.stale': 'Este link de login expirou. Volte ao aplicativo e entre novamente.',
   'saml.logoutRefused.title': 'Pedido de logout recusado',
   'saml.logoutRefused.malformed':
@@ -392,6 +393,7 @@ const ptBR: Catalogue = {
   'saml.logoutRefused.expired': 'Esta mensagem de logout expirou. Volte ao aplicativo e saia novamente.',
   'saml.logoutRefused.wrong_destination': 'A mensagem de logout era destinada a outro servidor.',
   'saml.logoutRefused.unsupported': 'O aplicativo pediu um logout que este servidor não faz.',
+  'saml.logoutRefused.unsolicited': 'Este aplicativo não aceita mensagens de logout que não pediu. Nada foi alterado.',
   'saml.logoutRefused.stale':
     'Este link de logout expirou ou já foi usado. Aqui você está desconectado; se ainda estiver conectado ao aplicativo, saia dele novamente.',
 

@@ -351,6 +351,7 @@ const zhHans: Catalogue = {
   'saml.refused.expired': '此登录请求已过期。请返回应用重新登录。',
   'saml.refused.wrong_destination': '此登录请求是发给另一台服务器的。',
   'saml.refused.unsupported': '应用请求了本服务器不支持的功能。',
+  'saml.refused.unsolicited': '此应用不接受从本服务器发起的登录。请在应用中直接登录。',
   'saml.refused.stale': '此登录链接已过期。请返回应用重新登录。',
   'saml.logoutRefused.title': '退出请求被拒绝',
   'saml.logoutRefused.malformed': '应用发送了本服务器无法读取的退出消息。你可能仍处于登录状态：请在应用中再次退出；如果再次发生，请告知应用的管理者。',
@@ -362,6 +363,7 @@ const zhHans: Catalogue = {
   'saml.logoutRefused.expired': '此退出消息已过期。请返回应用重新退出。',
   'saml.logoutRefused.wrong_destination': '此退出消息是发给另一台服务器的。',
   'saml.logoutRefused.unsupported': '应用请求了本服务器不支持的退出方式。',
+  'saml.logoutRefused.unsolicited': '此应用不接受它未请求的退出消息。未做任何更改。',
   'saml.logoutRefused.stale': '此退出链接已过期或已被使用。你在这里已退出；如果仍在应用中处于登录状态，请在应用中再次退出。',
 
   ...consoleMessages,

@@ -103,6 +103,16 @@ export const SAML_SP_FIELDS = [
     form: { control: 'check', label: 'console.saml.signResponse', group: 'options' },
   },
   {
+    name: 'idp_initiated',
+    type: { kind: 'flag' },
+    description:
+      'It takes sign-ins started at this server (/saml/initiate): Responses that answer no request of its own (SAML Profiles §4.1.5), which it must be ready for; off: such sign-ins are refused',
+    create: true,
+    update: true,
+    cli: { option: 'idp-initiated' },
+    form: { control: 'check', label: 'console.saml.idpInitiated', group: 'options' },
+  },
+  {
     name: 'certificate',
     type: { kind: 'text', max: MAX_CERTIFICATE_CHARS, nullable: true },
     description: 'Its signing certificate (PEM or base64 DER), which its signed requests are checked with',
@@ -148,6 +158,7 @@ export const SAML_SP_ALWAYS = [
   'attributes',
   'want_signed_requests',
   'sign_response',
+  'idp_initiated',
   'certificate',
   'encryption_certificate',
   'created_at',

@@ -422,6 +422,7 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.attributes.hint': 'واحدة في كل سطر: اسم السمة=المطالبة، مثل mail=email',
   'console.saml.wantSignedRequests': 'يجب أن تكون طلباته موقّعة',
   'console.saml.signResponse': 'توقيع الاستجابة كاملة أيضًا',
+  'console.saml.idpInitiated': 'يقبل عمليات تسجيل الدخول التي تبدأ من هنا (بمبادرة من مزوّد الهوية)',
   'console.saml.certificate': 'شهادة التوقيع الخاصة به (PEM)',
   'console.saml.encryptionCertificate': 'شهادة التشفير الخاصة به (PEM): تُشفَّر التأكيدات لها',
   'console.saml.metadata': 'بياناته الوصفية (XML)',

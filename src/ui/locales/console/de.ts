@@ -431,6 +431,7 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.attributes.hint': 'Eines pro Zeile: Attributname=Claim, etwa mail=email',
   'console.saml.wantSignedRequests': 'Seine Anfragen müssen signiert sein',
   'console.saml.signResponse': 'Auch die ganze Antwort signieren',
+  'console.saml.idpInitiated': 'Es nimmt hier begonnene Anmeldungen an (IdP-initiiert)',
   'console.saml.certificate': 'Sein Signaturzertifikat (PEM)',
   'console.saml.encryptionCertificate': 'Sein Verschlüsselungszertifikat (PEM): Assertions werden dafür verschlüsselt',
   'console.saml.metadata': 'Seine Metadaten (XML)',

@@ -419,6 +419,7 @@ const consoleEn = {
   'console.saml.attributes.hint': 'One a line: attribute name=claim, such as mail=email',
   'console.saml.wantSignedRequests': 'Its requests must be signed',
   'console.saml.signResponse': 'Sign the whole response too',
+  'console.saml.idpInitiated': 'It takes sign-ins started here (IdP-initiated)',
   'console.saml.certificate': 'Its signing certificate (PEM)',
   'console.saml.encryptionCertificate': 'Its encryption certificate (PEM): assertions are encrypted for it',
   'console.saml.metadata': 'Its metadata (XML)',

@@ -424,6 +424,7 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.attributes.hint': 'Uno por línea: nombre del atributo=claim, como mail=email',
   'console.saml.wantSignedRequests': 'Sus solicitudes deben estar firmadas',
   'console.saml.signResponse': 'Firmar también toda la respuesta',
+  'console.saml.idpInitiated': 'Acepta inicios de sesión empezados aquí (iniciados por el IdP)',
   'console.saml.certificate': 'Su certificado de firma (PEM)',
   'console.saml.encryptionCertificate': 'Su certificado de cifrado (PEM): las aserciones se cifran para él',
   'console.saml.metadata': 'Sus metadatos (XML)',

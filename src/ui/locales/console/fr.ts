@@ -430,6 +430,7 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.attributes.hint': 'Un par ligne : nom d’attribut=claim, par exemple mail=email',
   'console.saml.wantSignedRequests': 'Ses requêtes doivent être signées',
   'console.saml.signResponse': 'Signer aussi toute la réponse',
+  'console.saml.idpInitiated': 'Il accepte les connexions commencées ici (initiées par l’IdP)',
   'console.saml.certificate': 'Son certificat de signature (PEM)',
   'console.saml.encryptionCertificate': 'Son certificat de chiffrement (PEM) : les assertions sont chiffrées pour lui',
   'console.saml.metadata': 'Ses métadonnées (XML)',

@@ -423,6 +423,7 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.attributes.hint': '1 行に 1 つ: 属性名=クレーム(例: mail=email)',
   'console.saml.wantSignedRequests': '要求の署名を必須にする',
   'console.saml.signResponse': 'レスポンス全体にも署名する',
+  'console.saml.idpInitiated': 'ここから始めたサインインを受け付ける（IdP 起点）',
   'console.saml.certificate': '署名証明書(PEM)',
   'console.saml.encryptionCertificate': '暗号化証明書 (PEM): アサーションはこの証明書向けに暗号化されます',
   'console.saml.metadata': 'メタデータ(XML)',

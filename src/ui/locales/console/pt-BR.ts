@@ -423,6 +423,7 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.attributes.hint': 'Um por linha: nome do atributo=claim, como mail=email',
   'console.saml.wantSignedRequests': 'Suas solicitações devem ser assinadas',
   'console.saml.signResponse': 'Assinar também a resposta inteira',
+  'console.saml.idpInitiated': 'Aceita logins iniciados aqui (iniciados pelo IdP)',
   'console.saml.certificate': 'Seu certificado de assinatura (PEM)',
   'console.saml.encryptionCertificate': 'Seu certificado de criptografia (PEM): as asserções são criptografadas para ele',
   'console.saml.metadata': 'Seus metadados (XML)',

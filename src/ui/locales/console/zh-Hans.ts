@@ -413,6 +413,7 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.attributes.hint': '每行一个:属性名=声明,例如 mail=email',
   'console.saml.wantSignedRequests': '它的请求必须签名',
   'console.saml.signResponse': '同时签名整个响应',
+  'console.saml.idpInitiated': '它接受从这里发起的登录（IdP 发起）',
   'console.saml.certificate': '它的签名证书(PEM)',
   'console.saml.encryptionCertificate': '其加密证书 (PEM)：断言将为其加密',
   'console.saml.metadata': '它的元数据(XML)',

@@ -984,7 +984,10 @@ const EVERY_SAML_SP_FIELD: Readonly<Record<string, unknown>> = {
 describe('the SAML service provider field table in every door', () => {
   const writableRows = SAML_SP_FIELDS.filter(writable).filter((field) => field.name !== 'metadata');
   const comparable = (answer: Record<string, unknown>) => {
-    const { id: _id, created_at: _created, updated_at: _updated, ...rest } = answer;
+    const { id: _id, created_at: _created, updated_at: _updated, acs_indexes: indexes, ...rest } = answer;
+    // Read only: ACS URLs given as a list are named by their position, from 0.
+    const [first, second] = EVERY_SAML_SP_FIELD['acs_urls'] as string[];
+    assert.deepEqual(indexes, { '0': first, '1': second });
     return rest;
   };
 

@@ -1554,6 +1554,18 @@ const samlIdpInitiated: Migration = {
   ],
 };
 
+/**
+ * Version 53 (SAML AssertionConsumerServiceIndex): what each index an SP's AuthnRequest may name
+ * is (SAML Core §3.4.1), the index its metadata gave each ACS URL (SAML Metadata §2.2.3). Null
+ * for the SPs registered before, whose metadata's indexes were not kept: their ACS URLs are
+ * named by their position, as they were (store/sql/saml.ts).
+ */
+const samlAcsIndexes: Migration = {
+  version: 53,
+  name: 'SAML ACS indexes',
+  statements: [(t) => `ALTER TABLE saml_service_providers ADD COLUMN acs_indexes ${t.json}`],
+};
+
 /** Every migration, oldest first. */
 export const migrations: readonly Migration[] = [
   initial,
@@ -1602,4 +1614,5 @@ export const migrations: readonly Migration[] = [
   mailedResetLinks,
   selfAssertedEmails,
   samlIdpInitiated,
+  samlAcsIndexes,
 ];

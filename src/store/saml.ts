@@ -7,6 +7,10 @@
 /** How the subject of an assertion is named to an SP (SAML Core §8.3). */
 export type NameIdFormat = 'email' | 'persistent' | 'transient';
 export const NAME_ID_FORMATS: readonly NameIdFormat[] = ['email', 'persistent', 'transient'];
+/** The AssertionConsumerServiceIndex of each of `acsUrls` when they were given as a list: its position, from 0. */
+export const acsIndexesByPosition = (acsUrls: readonly string[]): Record<string, string> =>
+  Object.fromEntries(acsUrls.map((url, index) => [String(index), url]));
+
 /** How an SP's SingleLogoutService takes a LogoutRequest or LogoutResponse (SAML Bindings §3.4, §3.5). */
 export type SloBinding = 'redirect' | 'post';
 export const SLO_BINDINGS: readonly SloBinding[] = ['redirect', 'post'];
@@ -20,6 +24,12 @@ export interface SamlServiceProviderRecord {
   readonly name: string | null;
   /** Its AssertionConsumerService URLs (HTTP-POST): a response goes only to one of these. */
   readonly acsUrls: readonly string[];
+  /**
+   * What an AuthnRequest's AssertionConsumerServiceIndex (SAML Core §3.4.1) names: each index,
+   * as decimal text, to one of `acsUrls`. The indexes its metadata gave them (SAML Metadata
+   * §2.2.3), or, for URLs given as a list, each one's position in it, from 0.
+   */
+  readonly acsIndexes: Readonly<Record<string, string>>;
   /** Its SingleLogoutService URL (HTTP-Redirect or HTTP-POST), if it takes part in single logout. */
   readonly sloUrl: string | null;
   /** The binding its SingleLogoutService URL takes: HTTP-Redirect (the default) or HTTP-POST. */

@@ -15,6 +15,8 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
     entityId: `https://${unique('sp')}.example/saml`,
     name: 'Wiki',
     acsUrls: ['https://wiki.example/acs', 'https://wiki.example/acs2'],
+    // As its metadata numbered them (SAML Metadata §2.2.3), not by position.
+    acsIndexes: { '1': 'https://wiki.example/acs', '7': 'https://wiki.example/acs2' },
     sloUrl: 'https://wiki.example/slo',
     sloBinding: 'post',
     nameIdFormat: 'transient',
@@ -70,6 +72,7 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
         entityId: 'https://other.example',
         name: null,
         acsUrls: ['https://x.example/acs'],
+        acsIndexes: { '0': 'https://x.example/acs' },
         sloUrl: null,
         sloBinding: 'redirect' as const,
         nameIdFormat: 'persistent' as const,

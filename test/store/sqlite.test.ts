@@ -214,6 +214,30 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     );
   });
 
+  it('names the ACS URLs of an SP registered before migration 53 by their position, as they were, until its indexes are written', async () => {
+    const path = join(dir, 'saml-acs-indexes.db');
+    const db = new DatabaseSync(path);
+    try {
+      migrateSqlite(
+        db,
+        migrations.filter((migration) => migration.version < 53),
+      );
+      db.exec(`INSERT INTO saml_service_providers (id, entity_id, acs_urls, name_id_format, attributes, want_signed_requests, sign_response, name_id_salt, created_at, updated_at)
+        VALUES ('sp-before', 'https://before.example/saml', '["https://before.example/acs","https://before.example/acs-2"]', 'persistent', '{}', 0, 0, 'salt', 1, 1)`);
+    } finally {
+      db.close();
+    }
+    const store = openSqliteStore(path);
+    try {
+      const sp = await store.samlServiceProviders.get('sp-before');
+      assert.deepEqual(sp?.acsIndexes, { '0': 'https://before.example/acs', '1': 'https://before.example/acs-2' });
+      await store.samlServiceProviders.update({ ...sp!, acsIndexes: { '3': 'https://before.example/acs-2' } });
+      assert.deepEqual((await store.samlServiceProviders.get('sp-before'))?.acsIndexes, { '3': 'https://before.example/acs-2' });
+    } finally {
+      await store.close();
+    }
+  });
+
   /** Asks SQLite's planner, on a freshly migrated file, whether each read goes through the index named with it. */
   async function assertReadsThroughIndexes(file: string, reads: readonly (readonly [string, string, Record<string, unknown>, string])[]): Promise<void> {
     const path = join(dir, file);

@@ -115,6 +115,8 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
       entityId: WIKI,
       name: null,
       acsUrls: [`${WIKI}/acs`, `${WIKI}/acs-2`],
+      // Given as a list: named by position by an AuthnRequest's AssertionConsumerServiceIndex.
+      acsIndexes: { '0': `${WIKI}/acs`, '1': `${WIKI}/acs-2` },
       sloUrl: null,
       sloBinding: 'redirect',
       nameIdFormat: 'persistent',
@@ -251,6 +253,12 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
       entityId: 'https://meta.example.com/saml',
       // SAML Metadata §2.4.4.1: the one marked isDefault first, then by index; HTTP-POST ones only.
       acsUrls: ['https://meta.example.com/saml/acs-default', 'https://meta.example.com/saml/acs-1', 'https://meta.example.com/saml/acs-2'],
+      // §2.2.3: each by the index its metadata gave it, not its place in that list.
+      acsIndexes: {
+        '1': 'https://meta.example.com/saml/acs-1',
+        '2': 'https://meta.example.com/saml/acs-2',
+        '3': 'https://meta.example.com/saml/acs-default',
+      },
       sloUrl: 'https://meta.example.com/saml/slo',
       sloBinding: 'redirect',
       nameIdFormat: 'email',
@@ -265,9 +273,24 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
     );
     const sp = await addSamlSp(world.manage, { metadata, name: 'From metadata' });
     assert.deepEqual(
-      [sp.entityId, sp.name, sp.acsUrls, sp.sloUrl, sp.sloBinding, sp.nameIdFormat, sp.wantSignedRequests, sp.certificate, sp.encryptionCertificate],
-      [read.entityId, 'From metadata', read.acsUrls, read.sloUrl, 'redirect', 'email', true, SIGNING_PEM, ENCRYPTION_PEM],
+      [
+        sp.entityId,
+        sp.name,
+        sp.acsUrls,
+        sp.acsIndexes,
+        sp.sloUrl,
+        sp.sloBinding,
+        sp.nameIdFormat,
+        sp.wantSignedRequests,
+        sp.certificate,
+        sp.encryptionCertificate,
+      ],
+      [read.entityId, 'From metadata', read.acsUrls, read.acsIndexes, read.sloUrl, 'redirect', 'email', true, SIGNING_PEM, ENCRYPTION_PEM],
     );
+    // Kept while the URLs are the metadata's; a list of URLs given instead is named by position.
+    assert.deepEqual((await updateSamlSp(world.manage, sp.id, { name: 'Renamed' })).acsIndexes, read.acsIndexes);
+    const listed = await updateSamlSp(world.manage, sp.id, { acs_urls: ['https://meta.example.com/saml/acs-2'] });
+    assert.deepEqual(listed.acsIndexes, { '0': 'https://meta.example.com/saml/acs-2' });
     assert.equal(JSON.stringify(await world.store.samlServiceProviders.get(sp.id)).includes('EntityDescriptor'), false, 'the document itself is not kept');
   });
 
@@ -303,9 +326,9 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
     );
     const plain = await addSamlSp(world.manage, { metadata: entity('urn:example:plain', spDescriptor(acs('https://plain.example.com/acs'))) });
     assert.deepEqual(
-      [plain.nameIdFormat, plain.sloUrl, plain.sloBinding, plain.certificate],
-      ['persistent', null, 'redirect', null],
-      'the defaults where it says nothing',
+      [plain.nameIdFormat, plain.sloUrl, plain.sloBinding, plain.certificate, plain.acsIndexes],
+      ['persistent', null, 'redirect', null, {}],
+      'the defaults where it says nothing; an ACS endpoint without an index is named by its URL only',
     );
   });
 
@@ -356,6 +379,21 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
         entity('https://bad.example.com', spDescriptor(`<md:NameIDFormat>urn:x<!-- -->y</md:NameIDFormat>${acs('https://bad.example.com/acs')}`)),
         'unexpected',
         /text only/,
+      ],
+      [
+        'two ACS endpoints of one index (SAML Metadata §2.2.3: unique)',
+        entity(
+          'https://bad.example.com',
+          spDescriptor(acs('https://bad.example.com/a', BINDINGS.post, ' index="1"') + acs('https://bad.example.com/b', BINDINGS.post, ' index="01"')),
+        ),
+        'unexpected',
+        /index 1/,
+      ],
+      [
+        'an ACS index that is no xs:unsignedShort',
+        entity('https://bad.example.com', spDescriptor(acs('https://bad.example.com/a', BINDINGS.post, ' index="65536"'))),
+        'unexpected',
+        /index 65536/,
       ],
       ['not well-formed', entity('https://bad.example.com', good).replace('</md:EntityDescriptor>', ''), 'malformed', /well-formed/],
       [
@@ -424,7 +462,7 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
     const byEntityId = await updateSamlSp(world.manage, sp.entityId, { entity_id: sp.entityId, acs_urls: ['https://after.example.com/acs'], attributes: {} });
     assert.deepEqual(
       byEntityId,
-      { ...renamed, acsUrls: ['https://after.example.com/acs'], attributes: {} },
+      { ...renamed, acsUrls: ['https://after.example.com/acs'], acsIndexes: { '0': 'https://after.example.com/acs' }, attributes: {} },
       'by its entity ID; the same entity ID is no change',
     );
     const cleared = await updateSamlSp(world.manage, sp.id, {

@@ -7,7 +7,7 @@
  */
 import { randomBytes, randomUUID, X509Certificate } from 'node:crypto';
 import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
-import { NAME_ID_FORMATS, SLO_BINDINGS, type NameIdFormat, type SamlServiceProviderRecord, type SloBinding } from '../../store/saml.ts';
+import { acsIndexesByPosition, NAME_ID_FORMATS, SLO_BINDINGS, type NameIdFormat, type SamlServiceProviderRecord, type SloBinding } from '../../store/saml.ts';
 import { DuplicateError } from '../../store/types.ts';
 import { pemCertificate } from '../../tokens/certificate.ts';
 import { USER_CLAIMS } from '../../tokens/claims.ts';
@@ -144,11 +144,20 @@ function registration(input: SamlSpInput, current: SamlServiceProviderRecord | n
   const sloBinding = given(input.slo_binding, metadata?.sloBinding ?? undefined, current?.sloBinding ?? 'redirect');
   if (typeof sloBinding !== 'string' || !(SLO_BINDINGS as readonly string[]).includes(sloBinding))
     throw invalid`${field('slo_binding')} ${String(sloBinding).slice(0, 100)}: one of ${SLO_BINDINGS.join(', ')}`;
+  const acsUrls = checkAcsUrls(given(input.acs_urls, metadata?.acsUrls, current?.acsUrls));
   const record: SamlServiceProviderRecord = {
     id: current?.id ?? randomUUID(),
     entityId: current?.entityId ?? checkEntityId(given(input.entity_id, metadata?.entityId, undefined)),
     name: input.name === undefined ? (current?.name ?? null) : checkName(input.name),
-    acsUrls: checkAcsUrls(given(input.acs_urls, metadata?.acsUrls, current?.acsUrls)),
+    acsUrls,
+    // SAML Core §3.4.1 AssertionConsumerServiceIndex names an endpoint by the index its metadata
+    // gave it (SAML Metadata §2.2.3); URLs given as a list are named by their position, from 0.
+    acsIndexes:
+      input.acs_urls !== undefined || (metadata === null && current === null)
+        ? acsIndexesByPosition(acsUrls)
+        : metadata !== null
+          ? metadata.acsIndexes
+          : current!.acsIndexes,
     sloUrl: sloUrl === null ? null : checkUrl('slo_url', sloUrl),
     sloBinding: sloBinding as SloBinding,
     nameIdFormat: format as NameIdFormat,
@@ -227,6 +236,7 @@ export function samlSpJson(sp: SamlServiceProviderRecord): Record<string, unknow
     entity_id: sp.entityId,
     name: sp.name,
     acs_urls: sp.acsUrls,
+    acs_indexes: sp.acsIndexes,
     slo_url: sp.sloUrl,
     slo_binding: sp.sloBinding,
     name_id_format: sp.nameIdFormat,

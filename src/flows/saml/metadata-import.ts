@@ -1,10 +1,11 @@
 /**
  * An SP's SAML metadata (SAML Metadata §2.3.2 EntityDescriptor, §2.4.4 SPSSODescriptor), read
- * into what its registration holds: its entity ID, AssertionConsumerService URLs (HTTP-POST),
- * SingleLogoutService URL and its binding, the NameID format it asks for, whether it signs its AuthnRequests,
- * and its signing certificate. Read with the one strict parser (xml.ts).
+ * into what its registration holds: its entity ID, AssertionConsumerService URLs (HTTP-POST)
+ * and their indexes, SingleLogoutService URL and its binding, the NameID format it asks for,
+ * whether it signs its AuthnRequests, and its signing certificate. Read with the one strict
+ * parser (xml.ts).
  */
-import { attribute, children, onlyChild, parseXml, SAML_NS, textOf, XmlRefusal } from './xml.ts';
+import { attribute, children, onlyChild, parseXml, SAML_NS, textOf, XmlRefusal, type XmlElement } from './xml.ts';
 import type { NameIdFormat, SloBinding } from '../../store/saml.ts';
 
 export const BINDINGS = {
@@ -28,6 +29,8 @@ export function nameIdFormatOf(uri: string): NameIdFormat | null {
 export interface SpMetadata {
   readonly entityId: string;
   readonly acsUrls: readonly string[];
+  /** Each HTTP-POST AssertionConsumerService's `index` (SAML Metadata §2.2.3), as text, to its URL. */
+  readonly acsIndexes: Readonly<Record<string, string>>;
   readonly sloUrl: string | null;
   readonly sloBinding: SloBinding | null;
   readonly nameIdFormat: NameIdFormat | null;
@@ -35,6 +38,19 @@ export interface SpMetadata {
   readonly certificate: string | null;
   /** Its KeyDescriptor for encryption (or for both uses). */
   readonly encryptionCertificate: string | null;
+}
+
+/**
+ * An indexed endpoint's `index` (SAML Metadata §2.2.3, an xs:unsignedShort) as its decimal
+ * text; null when it has none (the schema requires one, some metadata leaves it out: such an
+ * endpoint is named by its URL only).
+ */
+function acsIndexOf(service: XmlElement): string | null {
+  const index = attribute(service, 'index');
+  if (index === null) return null;
+  if (!/^\d{1,5}$/.test(index) || Number(index) > 65_535)
+    throw new XmlRefusal('unexpected', `an AssertionConsumerService index ${index.slice(0, 20)}: not from 0 to 65535`);
+  return String(Number(index));
 }
 
 /** The registration an SP's metadata describes; an XmlRefusal saying what is wrong with it. */
@@ -46,17 +62,25 @@ export function readSpMetadata(text: string, maxChars: number): SpMetadata {
   if (entityId === null || entityId === '') throw new XmlRefusal('unexpected', 'the EntityDescriptor has no entityID');
   const sp = onlyChild(root, SAML_NS.metadata, 'SPSSODescriptor');
   if (sp === null) throw new XmlRefusal('unexpected', "no SPSSODescriptor: not a service provider's metadata");
-  // §2.4.4.1: ordered by index when given, the default first.
-  const acs = children(sp, SAML_NS.metadata, 'AssertionConsumerService')
+  const services = children(sp, SAML_NS.metadata, 'AssertionConsumerService')
     .filter((service) => attribute(service, 'Binding') === BINDINGS.post)
     .map((service) => ({
       url: attribute(service, 'Location') ?? '',
       first: attribute(service, 'isDefault') === 'true',
-      index: Number(attribute(service, 'index') ?? '0'),
-    }))
-    .sort((a, b) => Number(b.first) - Number(a.first) || a.index - b.index)
-    .map((service) => service.url);
-  if (acs.length === 0) throw new XmlRefusal('unexpected', 'no AssertionConsumerService with the HTTP-POST binding');
+      index: acsIndexOf(service),
+    }));
+  if (services.length === 0) throw new XmlRefusal('unexpected', 'no AssertionConsumerService with the HTTP-POST binding');
+  // §2.2.3 index: "assigns a unique integer value to the endpoint so that it can be referenced
+  // in a protocol message" (an AuthnRequest's AssertionConsumerServiceIndex, SAML Core §3.4.1):
+  // kept, so that the index names the endpoint the SP's metadata gave it.
+  const acsIndexes: Record<string, string> = {};
+  for (const { url, index } of services) {
+    if (index === null) continue;
+    if (Object.hasOwn(acsIndexes, index)) throw new XmlRefusal('unexpected', `two AssertionConsumerServices with index ${index}`);
+    acsIndexes[index] = url;
+  }
+  // The default first (§2.2.3 isDefault), then by index.
+  const acs = services.sort((a, b) => Number(b.first) - Number(a.first) || Number(a.index ?? 0) - Number(b.index ?? 0)).map((service) => service.url);
   // The HTTP-Redirect one first, where both are given: it needs no page of ours to post it.
   const sloServices = children(sp, SAML_NS.metadata, 'SingleLogoutService');
   const slo =
@@ -75,6 +99,7 @@ export function readSpMetadata(text: string, maxChars: number): SpMetadata {
   return {
     entityId,
     acsUrls: acs,
+    acsIndexes,
     sloUrl: slo === undefined ? null : attribute(slo, 'Location'),
     sloBinding: slo === undefined ? null : attribute(slo, 'Binding') === BINDINGS.post ? 'post' : 'redirect',
     nameIdFormat: formats[0] ?? null,

@@ -28,6 +28,9 @@ const SSO = 'https://auth.example.com/saml/sso';
 const SLO = 'https://auth.example.com/saml/slo';
 const OPEN_SP = 'https://open.example.com/saml';
 const SIGNING_SP = 'https://signing.example.com/saml';
+/** An SP registered by its metadata, whose ACS endpoints are numbered 1 and 5 (and 0, of a binding not taken). */
+const INDEXED_SP = 'https://indexed.example.com/saml';
+const INDEXED_ACS = { '1': 'https://indexed.example.com/saml/acs-1', '5': 'https://indexed.example.com/saml/acs-5' };
 /** An SP that takes part in single logout, its LogoutRequests signed. */
 const LOGOUT_SP = 'https://logout.example.com/saml';
 const ACS = ['https://open.example.com/saml/acs', 'https://open.example.com/saml/acs-2'];
@@ -134,6 +137,14 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
       want_signed_requests: true,
       certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'sp', 'sp')),
     });
+    const md = 'urn:oasis:names:tc:SAML:2.0:metadata';
+    await addSamlSp(world.manage, {
+      metadata: `<md:EntityDescriptor xmlns:md="${md}" entityID="${INDEXED_SP}"><md:SPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">
+        <md:AssertionConsumerService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Artifact" Location="https://indexed.example.com/saml/artifact" index="0"/>
+        <md:AssertionConsumerService Binding="${BINDINGS.post}" Location="${INDEXED_ACS['5']}" index="5"/>
+        <md:AssertionConsumerService Binding="${BINDINGS.post}" Location="${INDEXED_ACS['1']}" index="1" isDefault="true"/>
+      </md:SPSSODescriptor></md:EntityDescriptor>`,
+    });
     await addSamlSp(world.manage, {
       entity_id: LOGOUT_SP,
       acs_urls: ['https://logout.example.com/saml/acs'],
@@ -173,6 +184,24 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
     assert.equal(signed.sp.entityId, SIGNING_SP);
     // SAML Core §3.2.1: Destination is optional; only a signed request must name it (Bindings §3.4.5.2).
     assert.equal((await read(redirect(authnRequest(OPEN_SP, now, { Destination: null })))).sp.entityId, OPEN_SP);
+  });
+
+  it('takes an AssertionConsumerServiceIndex as the index the SP gave the endpoint (SAML Metadata §2.2.3), or its position in a list of URLs', async () => {
+    const now = world.clock.now();
+    const byIndex = async (issuer: string, index: string) =>
+      (await read(redirect(authnRequest(issuer, now, { AssertionConsumerServiceIndex: index, ProtocolBinding: null })))).acsUrl;
+    assert.equal(await byIndex(INDEXED_SP, '5'), INDEXED_ACS['5'], 'the metadata index, not a place in a list of two');
+    assert.equal(await byIndex(INDEXED_SP, '1'), INDEXED_ACS['1']);
+    assert.equal(await byIndex(INDEXED_SP, '05'), INDEXED_ACS['5'], 'an xs:unsignedShort as written');
+    assert.equal((await read(redirect(authnRequest(INDEXED_SP, now)))).acsUrl, INDEXED_ACS['1'], 'none named: the default');
+    for (const [what, index] of [
+      ['the artifact endpoint (its first URL by place in a list)', '0'],
+      ['none of its', '2'],
+    ] as const) {
+      await refused(what, redirect(authnRequest(INDEXED_SP, now, { AssertionConsumerServiceIndex: index, ProtocolBinding: null })), 'unknown_acs', INDEXED_SP);
+    }
+    // Registered as a list: the position, from 0 (docs/saml.md).
+    assert.deepEqual([await byIndex(OPEN_SP, '0'), await byIndex(OPEN_SP, '1')], ACS);
   });
 
   it('refuses what it must, with the reason its page and event give, naming the SP where the request named a registered one', async () => {

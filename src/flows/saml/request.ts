@@ -379,10 +379,14 @@ export async function readAuthnRequest(deps: ReadDeps & { readonly ssoUrl: strin
         throw refuse('unknown_acs', `AssertionConsumerServiceURL ${acsUrlAsked.slice(0, 200)} is not one of the SP's`, sp.entityId);
       acsUrl = acsUrlAsked;
     } else if (acsIndex !== null) {
-      const index = /^\d{1,2}$/.test(acsIndex) ? Number(acsIndex) : -1;
-      if (sp.acsUrls[index] === undefined)
-        throw refuse('unknown_acs', `AssertionConsumerServiceIndex ${acsIndex.slice(0, 20)} names none of the SP's`, sp.entityId);
-      acsUrl = sp.acsUrls[index]!;
+      // SAML Core §3.4.1 AssertionConsumerServiceIndex: "The identity provider MUST have a
+      // trusted means to map the index value in the attribute to a location associated with the
+      // requester. [SAMLMeta] provides one possible mechanism": the index its metadata gave the
+      // endpoint (SAML Metadata §2.2.3), not its place in a list (sp.acsIndexes).
+      const index = /^\d{1,5}$/.test(acsIndex) ? String(Number(acsIndex)) : null;
+      const named = index !== null && Object.hasOwn(sp.acsIndexes, index) ? sp.acsIndexes[index] : undefined;
+      if (named === undefined) throw refuse('unknown_acs', `AssertionConsumerServiceIndex ${acsIndex.slice(0, 20)} names none of the SP's`, sp.entityId);
+      acsUrl = named;
     } else {
       acsUrl = sp.acsUrls[0]!;
     }

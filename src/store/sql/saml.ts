@@ -5,21 +5,21 @@
 import * as rows from '../rows.ts';
 import type { ColumnReader, Row } from '../rows.ts';
 import { DuplicateError, type Stores } from '../types.ts';
-import { NAME_ID_FORMATS, SLO_BINDINGS, type SamlServiceProviderRecord, type SamlSessionSpRecord } from '../saml.ts';
+import { acsIndexesByPosition, NAME_ID_FORMATS, SLO_BINDINGS, type SamlServiceProviderRecord, type SamlSessionSpRecord } from '../saml.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
 
 /** The statements, by name, in `d`'s SQL. */
 export function samlStatements(d: Dialect) {
   return {
     insertSamlServiceProvider: `
-      INSERT INTO saml_service_providers (id, entity_id, name, acs_urls, slo_url, slo_binding, name_id_format, attributes, want_signed_requests, sign_response, idp_initiated, certificate, encryption_certificate, name_id_salt, created_at, updated_at)
-      VALUES (:id, :entityId, :name, :acsUrls, :sloUrl, :sloBinding, :nameIdFormat, :attributes, :wantSignedRequests, :signResponse, :idpInitiated, :certificate, :encryptionCertificate, :nameIdSalt, :createdAt, :updatedAt)
+      INSERT INTO saml_service_providers (id, entity_id, name, acs_urls, acs_indexes, slo_url, slo_binding, name_id_format, attributes, want_signed_requests, sign_response, idp_initiated, certificate, encryption_certificate, name_id_salt, created_at, updated_at)
+      VALUES (:id, :entityId, :name, :acsUrls, :acsIndexes, :sloUrl, :sloBinding, :nameIdFormat, :attributes, :wantSignedRequests, :signResponse, :idpInitiated, :certificate, :encryptionCertificate, :nameIdSalt, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getSamlServiceProvider: 'SELECT * FROM saml_service_providers WHERE id = :id',
     samlServiceProviderByEntityId: 'SELECT * FROM saml_service_providers WHERE entity_id = :entityId',
     listSamlServiceProviders: 'SELECT * FROM saml_service_providers ORDER BY created_at, id',
     updateSamlServiceProvider: `
-      UPDATE saml_service_providers SET name = :name, acs_urls = :acsUrls, slo_url = :sloUrl, slo_binding = :sloBinding, name_id_format = :nameIdFormat,
+      UPDATE saml_service_providers SET name = :name, acs_urls = :acsUrls, acs_indexes = :acsIndexes, slo_url = :sloUrl, slo_binding = :sloBinding, name_id_format = :nameIdFormat,
         attributes = :attributes, want_signed_requests = :wantSignedRequests, sign_response = :signResponse, idp_initiated = :idpInitiated, certificate = :certificate, encryption_certificate = :encryptionCertificate, updated_at = :updatedAt
       WHERE id = :id`,
     removeSamlServiceProvider: 'DELETE FROM saml_service_providers WHERE id = :id',
@@ -52,11 +52,17 @@ export function samlStatements(d: Dialect) {
 
 function spFromRow(row: Row, read: ColumnReader): SamlServiceProviderRecord {
   const attributes = read.object(row, 'attributes');
+  const acsUrls = read.strings(row, 'acs_urls');
   return {
     id: rows.text(row, 'id'),
     entityId: rows.text(row, 'entity_id'),
     name: rows.textOrNull(row, 'name'),
-    acsUrls: read.strings(row, 'acs_urls'),
+    acsUrls,
+    // Null: registered before its metadata's indexes were kept (migration 53), named by position as then.
+    acsIndexes:
+      row['acs_indexes'] === null || row['acs_indexes'] === undefined
+        ? acsIndexesByPosition(acsUrls)
+        : Object.fromEntries(Object.entries(read.object(row, 'acs_indexes')).map(([index, url]) => [index, String(url)])),
     sloUrl: rows.textOrNull(row, 'slo_url'),
     sloBinding: rows.oneOf(SLO_BINDINGS, 'slo_binding', rows.text(row, 'slo_binding')),
     nameIdFormat: rows.oneOf(NAME_ID_FORMATS, 'name_id_format', rows.text(row, 'name_id_format')),
@@ -94,6 +100,7 @@ export function samlStores(
     entityId: sp.entityId,
     name: sp.name,
     acsUrls: d.list(sp.acsUrls),
+    acsIndexes: JSON.stringify(sp.acsIndexes),
     sloUrl: sp.sloUrl,
     sloBinding: sp.sloBinding,
     nameIdFormat: sp.nameIdFormat,

@@ -49,6 +49,16 @@ export const SAML_SP_FIELDS = [
     form: { control: 'area', label: 'console.saml.acsUrls' },
   },
   {
+    name: 'acs_indexes',
+    type: { kind: 'pairs', maxItems: 10, keyMax: 5, valueMax: 2048 },
+    description:
+      'What each AssertionConsumerServiceIndex it may send names: {"1": URL}, the indexes its metadata gave its ACS URLs (SAML Metadata §2.2.3), or, for acs_urls given as a list, each one\'s position from 0',
+    create: false,
+    update: false,
+    cli: null,
+    form: null,
+  },
+  {
     name: 'slo_url',
     type: { kind: 'text', max: 2048, nullable: true },
     description: 'Its SingleLogoutService URL, where a LogoutRequest or LogoutResponse is sent (null: it takes no part in single logout)',
@@ -135,7 +145,7 @@ export const SAML_SP_FIELDS = [
     name: 'metadata',
     type: { kind: 'text', max: MAX_METADATA_CHARS },
     description:
-      'Its SAML metadata (an EntityDescriptor with an SPSSODescriptor): fills entity_id, acs_urls, slo_url, slo_binding, name_id_format, want_signed_requests, certificate and encryption_certificate where those are not given',
+      'Its SAML metadata (an EntityDescriptor with an SPSSODescriptor): fills entity_id, acs_urls (and acs_indexes), slo_url, slo_binding, name_id_format, want_signed_requests, certificate and encryption_certificate where those are not given',
     create: true,
     update: true,
     writeOnly: true,
@@ -152,6 +162,7 @@ export const SAML_SP_ALWAYS = [
   'entity_id',
   'name',
   'acs_urls',
+  'acs_indexes',
   'slo_url',
   'slo_binding',
   'name_id_format',

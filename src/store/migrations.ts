@@ -1542,8 +1542,9 @@ const selfAssertedEmails: Migration = {
 
 /**
  * Version 52 (SAML IdP-initiated sign-in): whether an SP takes sign-ins started at this IdP
- * (SAML Profiles §4.1.5: unsolicited Responses), which it must accept deliberately; off for
- * every SP, those registered before too, until an operator turns it on (docs/saml.md).
+ * (SAML Profiles §4.1.5: unsolicited Responses), which it must accept deliberately: off for a
+ * new SP. The SPs registered before keep what they had, sign-ins started here: an upgrade must
+ * not break the start-page links a deployment has, silently (docs/saml.md says how to turn it off).
  */
 const samlIdpInitiated: Migration = {
   version: 52,
@@ -1551,6 +1552,7 @@ const samlIdpInitiated: Migration = {
   statements: [
     (t, dialect) =>
       `ALTER TABLE saml_service_providers ADD COLUMN idp_initiated ${t.boolean('idp_initiated')} DEFAULT ${dialect === 'postgres' ? 'false' : '0'}`,
+    (_, dialect) => `UPDATE saml_service_providers SET idp_initiated = ${dialect === 'postgres' ? 'TRUE' : '1'}`,
   ],
 };
 

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type * as oidc from 'openid-client';
 import { MAX_HINT_LENGTH } from '../src/flows/authorization-code/request.ts';
-import { FormBrowser, assertApprovalPage } from './helpers/browser.ts';
+import { FormBrowser, assertApprovalPage, assertSignInPage } from './helpers/browser.ts';
 import { REDIRECT_URI, type TestServer, type TestUser } from './helpers/server.ts';
-import { authorizationAttempt, startWithApp, redeemAttempt } from './helpers/fixtures.ts';
+import { appConfig, authorizationAttempt, startWithApp, redeemAttempt } from './helpers/fixtures.ts';
 
 describe('authorization requests as certification sends them', () => {
   let server: TestServer, user: TestUser, config: oidc.Configuration;
@@ -25,14 +25,17 @@ describe('authorization requests as certification sends them', () => {
 
   const start = (extra: Record<string, string> = {}) => authorizationAttempt(config, extra);
 
-  /** A browser signed in as `user` that has approved the client once (so prompt=none can answer). */
-  async function signedIn() {
+  /**
+   * A browser signed in as `person` (`user` unless named) that has approved the app of `app`
+   * (this file's client unless named) once, so prompt=none can answer, with the ID token issued.
+   */
+  async function signedIn(person: TestUser = user, app: oidc.Configuration = config) {
     const browser = new FormBrowser(server.url);
     // The name and e-mail address asked for in the ID token (OIDC Core §5.5), as an app that
     // reads only the ID token asks: what makes a real ID token long.
-    const first = await start({ claims: JSON.stringify({ id_token: { name: null, email: null } }) });
-    const page = await browser.authorize(first.url.href, user);
-    const tokens = await redeemAttempt(config, first, page.location!);
+    const first = await authorizationAttempt(app, { claims: JSON.stringify({ id_token: { name: null, email: null } }) });
+    const page = await browser.authorize(first.url.href, person);
+    const tokens = await redeemAttempt(app, first, page.location!);
     return { browser, idToken: tokens.id_token! };
   }
 
@@ -156,6 +159,49 @@ describe('authorization requests as certification sends them', () => {
         const location = new URL(response.headers.get('location')!);
         assert.equal(location.searchParams.get('error'), 'invalid_request', JSON.stringify(Object.keys(extra)));
         assert.match(location.searchParams.get('error_description') ?? '', /too long/);
+      }
+    });
+  });
+
+  describe('id_token_hint (OIDC Core §3.1.2.1: "If the End-User identified by the ID Token is logged in ... a positive response; otherwise, it SHOULD return an error, such as login_required")', () => {
+    /** Where the browser is sent for `attempt`, without following it. */
+    async function answerTo(browser: FormBrowser, attempt: { readonly url: URL }): Promise<URL> {
+      const answered = await browser.request(attempt.url.href);
+      assert.equal(answered.status, 303, answered.html);
+      return new URL(answered.location!);
+    }
+
+    it('answers prompt=none with login_required when the hint names another person, and with a code for the person signed in', async () => {
+      const { idToken: othersHint } = await signedIn(await server.addUser({ username: 'bea' }));
+      const { browser, idToken: ownHint } = await signedIn();
+      const refused = await answerTo(browser, await start({ prompt: 'none', id_token_hint: othersHint }));
+      assert.ok(refused.href.startsWith(REDIRECT_URI), refused.href);
+      assert.equal(refused.searchParams.get('error'), 'login_required');
+      assert.equal(refused.searchParams.get('code'), null);
+
+      const attempt = await start({ prompt: 'none', id_token_hint: ownHint });
+      const tokens = await redeemAttempt(config, attempt, await answerTo(browser, attempt));
+      assert.equal(tokens.claims()!.sub, user.id);
+    });
+
+    it('asks for a sign-in, without prompt=none, when the hint names another person than the one signed in', async () => {
+      const { idToken: othersHint } = await signedIn(await server.addUser({ username: 'carl' }));
+      const { browser } = await signedIn();
+      assertSignInPage(await browser.follow(await browser.request((await start({ id_token_hint: othersHint })).url.href)));
+    });
+
+    it('refuses a hint issued to another client, or that is no ID token of this server, with invalid_request at the redirect URI', async () => {
+      const elsewhere = await appConfig(server, await server.addClient({ name: 'Elsewhere' }));
+      const { browser, idToken: anotherClientsHint } = await signedIn(user, elsewhere);
+      for (const [what, hint] of [
+        ['issued to another client', anotherClientsHint],
+        ['forged', `${anotherClientsHint.slice(0, -4)}AAAA`],
+        ['not a JWT', 'not-a-jwt'],
+      ] as const) {
+        const refused = await answerTo(browser, await start({ prompt: 'none', id_token_hint: hint }));
+        assert.ok(refused.href.startsWith(REDIRECT_URI), `${what}: ${refused.href}`);
+        assert.equal(refused.searchParams.get('error'), 'invalid_request', what);
+        assert.match(refused.searchParams.get('error_description') ?? '', /id_token_hint/, what);
       }
     });
   });

@@ -143,7 +143,7 @@ export interface IssuancePlan {
 /** Back-Channel Logout 1.0 §2.6: the event a logout token carries. */
 export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
-/** What an `id_token_hint` (RP-Initiated Logout 1.0 §2) says, once its signature is checked. */
+/** What an `id_token_hint` (RP-Initiated Logout 1.0 §2, OIDC Core §3.1.2.1) says, once its signature is checked. */
 export interface IdTokenHint {
   readonly sub: string;
   /** The clients it was issued to: `aud`, as a list. */

@@ -70,6 +70,11 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   // request brought again without that sign-in asks again.
   const signedInSinceAsked = session !== null && signInAskedAt !== null && session.authTime >= signInAskedAt;
   const asksConsent = request.prompt.includes('consent');
+  // OIDC Core §3.1.2.1 id_token_hint: "If the End-User identified by the ID Token is logged in
+  // or is logged in by the request, then the Authorization Server returns a positive response;
+  // otherwise, it SHOULD return an error, such as login_required." Subjects are public
+  // (discovery's subject_types_supported), so the hint's sub is the person's id.
+  const someoneElse = session !== null && request.hintedSub != null && request.hintedSub !== session.userId;
   // RFC 6749 §10.2: repeated requests are not approved without the person "without
   // authenticating the client or relying on other measures to ensure that the repeated
   // request comes from the original client and not an impersonator". A confidential client
@@ -89,6 +94,7 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
     // interface pages. An error is returned if an End-User is not already authenticated or
     // the Client does not have pre-configured consent for the requested Claims".
     if (!signedIn) return { kind: 'error', error: 'login_required', description: 'the user is not signed in' };
+    if (someoneElse) return { kind: 'error', error: 'login_required', description: 'the user signed in is not the one id_token_hint names' };
     if (tooOld) return { kind: 'error', error: 'login_required', description: 'the sign-in is older than max_age' };
     // §3.1.2.6 login_required: "The Authorization Server requires End-User authentication",
     // here a stronger sign-in than this one (acr_values, the client's or the server's policy).
@@ -100,7 +106,9 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   // (but a max_age it has outlived still asks), nor once a decision is posted: the approval
   // page it comes from was shown only to a sign-in that answered the request.
   const reauthenticate = decision === null && ((asksNewSignIn && !signedInSinceAsked) || pastMaxAge);
-  if (!signedIn || reauthenticate) return { kind: 'sign-in' };
+  // Another person signed in is asked to sign in as the one the hint names, whatever they
+  // decided: nothing is issued to the wrong person.
+  if (!signedIn || reauthenticate || someoneElse) return { kind: 'sign-in' };
   if (decision === 'approve') return { kind: 'approve', signedIn };
   if (decision === 'deny') return { kind: 'deny', signedIn };
   if (decision !== null) return { kind: 'invalid-decision' };

@@ -3,6 +3,7 @@ import { GRANT_AUTHORIZATION_CODE, type RawParams } from '../../core/protocol.ts
 import { redirectUriRegistered } from '../../core/redirect-uri.ts';
 import { parseScope } from '../../core/scopes.ts';
 import type { ClientRecord, Store } from '../../store/types.ts';
+import type { TokenIssuer } from '../../tokens/issue.ts';
 import { parseClaimsRequest, scopesForClaims, type ClaimsRequest } from '../claims.ts';
 import { parseClaimsLocales } from '../../tokens/claims.ts';
 import { readRequestObject, unverifiedRequestObject, type RequestObjectDeps } from './request-object.ts';
@@ -58,6 +59,8 @@ export interface AuthorizationRequest {
   readonly claimsScope?: readonly string[];
   /** OIDC Core §5.2 `claims_locales`: the languages asked for the names in the ID token and UserInfo. */
   readonly claimsLocales?: readonly string[];
+  /** OIDC Core §3.1.2.1 `id_token_hint`: the `sub` of the person it names, once checked; null when none was sent. */
+  readonly hintedSub?: string | null;
 }
 
 /**
@@ -80,6 +83,8 @@ export type RequestCheck =
 /** What checking a request needs: the store, and the client's keys for a request object. */
 export interface RequestCheckDeps extends RequestObjectDeps {
   readonly store: Store;
+  /** Checks an `id_token_hint` (OIDC Core §3.1.2.1) as logout does its own. */
+  readonly tokens: Pick<TokenIssuer, 'readIdTokenHint'>;
   /** The client of a Client ID Metadata Document URL (flows/registration/metadata-document.ts), when they are on. */
   readonly metadataClient?: (clientId: string) => Promise<ClientRecord | null>;
 }
@@ -246,6 +251,17 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
   if (rawMaxAge !== null && !/^\d{1,9}$/.test(rawMaxAge)) return fail(new OAuthError('invalid_request', 'max_age must be a number of seconds'));
   const maxAge = rawMaxAge === null ? null : Number(rawMaxAge);
 
+  // OIDC Core §3.1.2.1 id_token_hint: "ID Token previously issued by the Authorization Server
+  // being passed as a hint about the End-User's current or past authenticated session with the
+  // Client", and "The Authorization Server need not be listed as an audience of the ID Token
+  // when it is used as an id_token_hint value": the signature, issuer and shape are checked, an
+  // expired one is still a hint. One that is no such token, or was issued to another client,
+  // is a request this server cannot answer as asked.
+  const rawHint = single(params, 'id_token_hint').value;
+  const hint = rawHint === null ? null : await deps.tokens.readIdTokenHint(rawHint);
+  if (rawHint !== null && hint === null) return fail(new OAuthError('invalid_request', 'id_token_hint is not an ID token issued by this server'));
+  if (hint !== null && !hint.aud.includes(client.id)) return fail(new OAuthError('invalid_request', 'id_token_hint was not issued to this client'));
+
   // RFC 9449 §10: "dpop_jkt: The value of the JWK SHA-256 Thumbprint" of the proof-of-
   // possession key the code is to be bound to.
   const dpopJkt = single(params, 'dpop_jkt').value;
@@ -275,6 +291,7 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
       userinfoClaims: claims?.userinfo ?? [],
       claimsScope,
       claimsLocales: parseClaimsLocales(single(params, 'claims_locales').value),
+      hintedSub: hint?.sub ?? null,
     },
   };
 }

@@ -294,6 +294,33 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
     assert.equal(JSON.stringify(await world.store.samlServiceProviders.get(sp.id)).includes('EntityDescriptor'), false, 'the document itself is not kept');
   });
 
+  it('takes as the default ACS the one marked isDefault, else the first not marked false, else the first, in document order (SAML Metadata §2.2.3)', () => {
+    const entityId = 'https://default.example.com/saml';
+    const defaultOf = (...endpoints: string[]) => readSpMetadata(entity(entityId, spDescriptor(endpoints.join(''))), MAX_METADATA_CHARS).acsUrls[0];
+    const [five, two, one] = [`${entityId}/acs-5`, `${entityId}/acs-2`, `${entityId}/acs-1`];
+    assert.equal(
+      defaultOf(acs(five, BINDINGS.post, ' index="5"'), acs(two, BINDINGS.post, ' index="2"')),
+      five,
+      'none marked: the first listed, not the lowest index',
+    );
+    assert.equal(
+      defaultOf(acs(five, BINDINGS.post, ' index="5" isDefault="false"'), acs(two, BINDINGS.post, ' index="2"'), acs(one, BINDINGS.post, ' index="1"')),
+      two,
+      'the first not marked false',
+    );
+    assert.equal(
+      defaultOf(acs(five, BINDINGS.post, ' index="5" isDefault="0"'), acs(two, BINDINGS.post, ' index="2" isDefault="false"')),
+      five,
+      'all marked false: the first listed',
+    );
+    assert.equal(
+      defaultOf(acs(five, BINDINGS.post, ' index="5"'), acs(two, BINDINGS.post, ' index="2" isDefault="1"')),
+      two,
+      'the one marked true, written as 1 (xs:boolean)',
+    );
+    assert.throws(() => defaultOf(acs(five, BINDINGS.post, ' index="5" isDefault="yes"')), /not an xs:boolean/);
+  });
+
   it('lets what is given override what the metadata says, and takes a key without a use for both (SAML Metadata §2.4.1.1)', async () => {
     const entityId = 'https://both.example.com/saml';
     const metadata = entity(

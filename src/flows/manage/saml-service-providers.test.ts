@@ -16,7 +16,7 @@ import { pemCertificate, selfSignedCertificate } from '../../tokens/certificate.
 import { BINDINGS, NAME_ID_FORMAT_URIS, readSpMetadata, UNSPECIFIED_NAME_ID } from '../saml/metadata-import.ts';
 import { XmlRefusal } from '../saml/xml.ts';
 import { scopesAllow } from './admin-token.ts';
-import { MAX_CERTIFICATE_CHARS, MAX_METADATA_CHARS } from './fields/saml-service-providers.ts';
+import { MAX_CERTIFICATE_CHARS, MAX_METADATA_CHARS, SAML_SP_FIELDS } from './fields/saml-service-providers.ts';
 import { addSamlSp, getSamlSp, MAX_SAML_SPS, removeSamlSp, updateSamlSp, type SamlSpInput } from './saml-service-providers.ts';
 
 /** One key, two certificates (their names differ): making RSA keys is what takes the time here. */
@@ -292,6 +292,41 @@ describe('registering SAML service providers (flows/manage/saml-service-provider
     const listed = await updateSamlSp(world.manage, sp.id, { acs_urls: ['https://meta.example.com/saml/acs-2'] });
     assert.deepEqual(listed.acsIndexes, { '0': 'https://meta.example.com/saml/acs-2' });
     assert.equal(JSON.stringify(await world.store.samlServiceProviders.get(sp.id)).includes('EntityDescriptor'), false, 'the document itself is not kept');
+  });
+
+  it('takes as the default ACS the one marked isDefault, else the first not marked false, else the first, in document order (SAML Metadata §2.2.3)', () => {
+    const entityId = 'https://default.example.com/saml';
+    const defaultOf = (...endpoints: string[]) => readSpMetadata(entity(entityId, spDescriptor(endpoints.join(''))), MAX_METADATA_CHARS).acsUrls[0];
+    const [five, two, one] = [`${entityId}/acs-5`, `${entityId}/acs-2`, `${entityId}/acs-1`];
+    assert.equal(
+      defaultOf(acs(five, BINDINGS.post, ' index="5"'), acs(two, BINDINGS.post, ' index="2"')),
+      five,
+      'none marked: the first listed, not the lowest index',
+    );
+    assert.equal(
+      defaultOf(acs(five, BINDINGS.post, ' index="5" isDefault="false"'), acs(two, BINDINGS.post, ' index="2"'), acs(one, BINDINGS.post, ' index="1"')),
+      two,
+      'the first not marked false',
+    );
+    assert.equal(
+      defaultOf(acs(five, BINDINGS.post, ' index="5" isDefault="0"'), acs(two, BINDINGS.post, ' index="2" isDefault="false"')),
+      five,
+      'all marked false: the first listed',
+    );
+    assert.equal(
+      defaultOf(acs(five, BINDINGS.post, ' index="5"'), acs(two, BINDINGS.post, ' index="2" isDefault="1"')),
+      two,
+      'the one marked true, written as 1 (xs:boolean)',
+    );
+    assert.throws(() => defaultOf(acs(five, BINDINGS.post, ' index="5" isDefault="yes"')), /not an xs:boolean/);
+  });
+
+  it('describes want_signed_requests as what it governs, the AuthnRequests: a LogoutRequest is signed whatever it says (SAML Profiles §4.4.4.1)', () => {
+    // The description is the CLI's help, the admin API's schema and the console's: an operator
+    // reading that the flag covers LogoutRequests would think an SP without it may send them unsigned.
+    const { description } = SAML_SP_FIELDS.find((field) => field.name === 'want_signed_requests')!;
+    assert.match(description, /^Its AuthnRequests must be signed/);
+    assert.match(description, /LogoutRequests must always be signed/);
   });
 
   it('lets what is given override what the metadata says, and takes a key without a use for both (SAML Metadata §2.4.1.1)', async () => {

@@ -53,6 +53,15 @@ function acsIndexOf(service: XmlElement): string | null {
   return String(Number(index));
 }
 
+/** An indexed endpoint's `isDefault` (SAML Metadata §2.2.3, an xs:boolean: true, false, 1 or 0); null when it has none. */
+function isDefaultOf(service: XmlElement): boolean | null {
+  const isDefault = attribute(service, 'isDefault');
+  if (isDefault === null) return null;
+  if (!['true', 'false', '1', '0'].includes(isDefault))
+    throw new XmlRefusal('unexpected', `an AssertionConsumerService isDefault ${isDefault.slice(0, 20)}: not an xs:boolean`);
+  return isDefault === 'true' || isDefault === '1';
+}
+
 /** The registration an SP's metadata describes; an XmlRefusal saying what is wrong with it. */
 export function readSpMetadata(text: string, maxChars: number): SpMetadata {
   const root = parseXml(text.trim(), maxChars).documentElement!;
@@ -66,7 +75,7 @@ export function readSpMetadata(text: string, maxChars: number): SpMetadata {
     .filter((service) => attribute(service, 'Binding') === BINDINGS.post)
     .map((service) => ({
       url: attribute(service, 'Location') ?? '',
-      first: attribute(service, 'isDefault') === 'true',
+      isDefault: isDefaultOf(service),
       index: acsIndexOf(service),
     }));
   if (services.length === 0) throw new XmlRefusal('unexpected', 'no AssertionConsumerService with the HTTP-POST binding');
@@ -79,8 +88,15 @@ export function readSpMetadata(text: string, maxChars: number): SpMetadata {
     if (Object.hasOwn(acsIndexes, index)) throw new XmlRefusal('unexpected', `two AssertionConsumerServices with index ${index}`);
     acsIndexes[index] = url;
   }
-  // The default first (§2.2.3 isDefault), then by index.
-  const acs = services.sort((a, b) => Number(b.first) - Number(a.first) || Number(a.index ?? 0) - Number(b.index ?? 0)).map((service) => service.url);
+  // §2.2.3 IndexedEndpointType: "the default endpoint is the first such endpoint with the
+  // isDefault attribute set to true. If no such endpoints exist, the default endpoint is the
+  // first such endpoint without the isDefault attribute set to false. If no such endpoints exist,
+  // the default endpoint is the first element in the sequence": first in document order, whatever
+  // the indexes say. It goes first (acsUrls[0] is where an AuthnRequest naming none is answered),
+  // the others after it by index.
+  const defaultAcs = services.find((service) => service.isDefault === true) ?? services.find((service) => service.isDefault !== false) ?? services[0]!;
+  const others = services.filter((service) => service !== defaultAcs).sort((a, b) => Number(a.index ?? 0) - Number(b.index ?? 0));
+  const acs = [defaultAcs, ...others].map((service) => service.url);
   // The HTTP-Redirect one first, where both are given: it needs no page of ours to post it.
   const sloServices = children(sp, SAML_NS.metadata, 'SingleLogoutService');
   const slo =

@@ -244,6 +244,18 @@ describe('reading an AuthnRequest (SAML Core §3.2.1)', () => {
         OPEN_SP,
       ],
       [
+        'an ACS index with an ACS URL (Core §3.4.1: mutually exclusive)',
+        redirect(authnRequest(OPEN_SP, now, { AssertionConsumerServiceIndex: '1', AssertionConsumerServiceURL: ACS[1]!, ProtocolBinding: null })),
+        'malformed',
+        OPEN_SP,
+      ],
+      [
+        'an ACS index with a ProtocolBinding (Core §3.4.1: mutually exclusive)',
+        redirect(authnRequest(OPEN_SP, now, { AssertionConsumerServiceIndex: '1' })),
+        'malformed',
+        OPEN_SP,
+      ],
+      [
         'the artifact binding',
         redirect(authnRequest(OPEN_SP, now, { ProtocolBinding: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Artifact' })),
         'unsupported',

@@ -372,6 +372,11 @@ export async function readAuthnRequest(deps: ReadDeps & { readonly ssoUrl: strin
     const acsUrlAsked = attribute(request, 'AssertionConsumerServiceURL');
     const acsIndex = attribute(request, 'AssertionConsumerServiceIndex');
     const binding = attribute(request, 'ProtocolBinding');
+    // SAML Core §3.4.1 AssertionConsumerServiceIndex: "This attribute is mutually exclusive with
+    // the AssertionConsumerServiceURL and ProtocolBinding attributes." A request giving both asks
+    // for two endpoints; picking one would answer at a place the SP may not have meant.
+    if (acsIndex !== null && (acsUrlAsked !== null || binding !== null))
+      throw refuse('malformed', 'AssertionConsumerServiceIndex comes without AssertionConsumerServiceURL and ProtocolBinding', sp.entityId);
     if (binding !== null && binding !== BINDINGS.post) throw refuse('unsupported', 'responses are sent by HTTP-POST only', sp.entityId);
     let acsUrl: string;
     if (acsUrlAsked !== null) {

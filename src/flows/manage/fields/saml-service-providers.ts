@@ -97,7 +97,9 @@ export const SAML_SP_FIELDS = [
   {
     name: 'want_signed_requests',
     type: { kind: 'flag' },
-    description: "Its AuthnRequests and LogoutRequests must be signed with its certificate's key; unsigned ones are refused",
+    // Of its AuthnRequests only: a LogoutRequest must be signed whatever this says (SAML Profiles
+    // §4.4.4.1: it "MUST be signed"; readRequest in flows/saml/request.ts).
+    description: "Its AuthnRequests must be signed with its certificate's key; unsigned ones are refused (its LogoutRequests must always be signed)",
     create: true,
     update: true,
     cli: { option: 'want-signed-requests' },

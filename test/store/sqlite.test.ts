@@ -159,34 +159,24 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     }
   });
 
+  /** Runs statements on the database file at `path` as they stand, as an older version left it (the upgrade tests). */
+  const execAt = (path: string) => async (statements: readonly string[]) => {
+    const db = new DatabaseSync(path);
+    try {
+      for (const statement of statements) db.exec(statement);
+    } finally {
+      db.close();
+    }
+  };
+
   it('upgrades accounts that share an e-mail address: one keeps it, the others are listed without it', async () => {
     const path = join(dir, 'unique-emails.db');
-    await checkUniqueEmailsUpgrade(
-      async () => openSqliteStore(path),
-      async (statements) => {
-        const db = new DatabaseSync(path);
-        try {
-          for (const statement of statements) db.exec(statement);
-        } finally {
-          db.close();
-        }
-      },
-    );
+    await checkUniqueEmailsUpgrade(async () => openSqliteStore(path), execAt(path));
   });
 
   it('marks as self-asserted, on upgrading, the unverified addresses that sign-up took and nothing verified or replaced since', async () => {
     const path = join(dir, 'self-asserted-emails.db');
-    await checkSelfAssertedEmailsUpgrade(
-      async () => openSqliteStore(path),
-      async (statements) => {
-        const db = new DatabaseSync(path);
-        try {
-          for (const statement of statements) db.exec(statement);
-        } finally {
-          db.close();
-        }
-      },
-    );
+    await checkSelfAssertedEmailsUpgrade(async () => openSqliteStore(path), execAt(path));
   });
 
   it("keeps the deliveries the triggers wrote across the upgrade to the outbox's cursors, and sends the pending ones first, each once", async () => {

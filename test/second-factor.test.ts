@@ -42,15 +42,24 @@ async function signInWithPassword(
   return { browser, page };
 }
 
+/** The authenticator app's secret, as the setup page shows it, without its spaces. */
+function totpSecretOf(setup: Page): string {
+  return /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
+}
+
+/** Sets up one-time codes from `account` (the account page) with the right code: the setup page, its secret, and the page after. */
+async function setUpTotp(browser: FormBrowser, account: Page, clock: ManualClock): Promise<{ setup: Page; secret: string; codes: Page }> {
+  const setup = await browser.submit(account, '/account/totp/setup', {});
+  assert.equal(setup.status, 200, setup.html.slice(0, 500));
+  const secret = totpSecretOf(setup);
+  return { setup, secret, codes: await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) }) };
+}
+
 /** Enrols `user` in one-time codes; returns the secret and the recovery codes shown. */
 async function enrol(server: TestServer, user: TestUser, clock: ManualClock): Promise<{ secret: string; recoveryCodes: string[]; browser: FormBrowser }> {
   const { browser, page } = await signInWithPassword(server, user);
-  const account = await browser.follow(page);
-  const setup = await browser.submit(account, '/account/totp/setup', {});
-  assert.equal(setup.status, 200, setup.html.slice(0, 500));
+  const { setup, secret, codes: done } = await setUpTotp(browser, await browser.follow(page), clock);
   assert.match(setup.html, /<img src="data:image\/png;base64,[^"]+" alt="QR code for your authenticator app"/);
-  const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
-  const done = await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) });
   assert.equal(done.status, 200, done.html.slice(0, 500));
   const recoveryCodes = [...done.html.matchAll(/<li><code>([a-z2-9]{5}-[a-z2-9]{5})<\/code><\/li>/g)].map((match) => match[1]!);
   return { secret, recoveryCodes, browser };
@@ -74,7 +83,7 @@ describe('one-time codes after the password', () => {
     const account = await setupBrowser.follow(await setupBrowser.request('/account'));
     assert.match(account.html, /<h2 id="totp-heading">Authenticator app<\/h2>/);
     const setup = await setupBrowser.submit(account, '/account/totp/setup', {});
-    const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
+    const secret = totpSecretOf(setup);
     assert.equal(secret.length, 32, '160 bits, base32');
     const wrong = await setupBrowser.submit(setup, '/account/totp/confirm', { code: '000000' === totp(secret, clock.now()) ? '111111' : '000000' });
     assert.equal(wrong.status, 400);
@@ -322,7 +331,7 @@ describe("one-time codes under the operator's name (TESSERA_SITE_NAME)", () => {
       const user = await server.addUser();
       const { browser, page } = await signInWithPassword(server, user);
       const setup = await browser.submit(await browser.follow(page), '/account/totp/setup', {});
-      const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
+      const secret = totpSecretOf(setup);
       const wrong = await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) === '000000' ? '111111' : '000000' });
       assert.match(wrong.html, /Check that the app shows Acme Accounts, and enter its current code/);
       assert.equal((await browser.submit(wrong, '/account/totp/confirm', { code: totp(secret, clock.now()) })).status, 200);
@@ -382,10 +391,7 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.equal(new URL(link, strict.url).searchParams.get('return_to'), returnTo);
     const linked = await browser.request(link);
     assert.equal(linked.status, 200, 'no second sign-in');
-    const account = await browser.follow(linked);
-    const setup = await browser.submit(account, '/account/totp/setup', {});
-    const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
-    const codes = await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) });
+    const { codes } = await setUpTotp(browser, await browser.follow(linked), clock);
     assert.equal(codes.status, 200);
     const next = /<a href="([^"]+)">Continue<\/a>/.exec(codes.html)?.[1]?.replaceAll('&amp;', '&');
     assert.equal(next, returnTo, 'the codes page continues to the approval');
@@ -415,10 +421,7 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
       assert.equal(signInPage.status, 200);
       const signedInAgain = await browser.follow(await browser.submit(signInPage, '/login', { username: user.username, password: user.password }));
       assert.equal(new URL(signedInAgain.url).pathname, '/account');
-      const setup = await browser.submit(signedInAgain, '/account/totp/setup', {});
-      assert.equal(setup.status, 200, setup.html.slice(0, 500));
-      const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
-      const codes = await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) });
+      const { codes } = await setUpTotp(browser, signedInAgain, clock);
       assert.equal(codes.status, 200);
       const next = /<a href="([^"]+)">Continue<\/a>/.exec(codes.html)?.[1]?.replaceAll('&amp;', '&');
       assert.equal(next, returnTo, 'the codes page continues to the approval, not to the account page');
@@ -437,10 +440,8 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     const signedInAt = clock.now();
     await browser.follow(page);
     clock.advance(10 * 60_000);
-    const account = await browser.follow(await browser.request('/account'));
-    const setup = await browser.submit(account, '/account/totp/setup', {});
-    const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
-    assert.equal((await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) })).status, 200);
+    const { codes } = await setUpTotp(browser, await browser.follow(await browser.request('/account')), clock);
+    assert.equal(codes.status, 200);
     const { url, config, verifier } = await authorizeUrl(strict, client);
     const approval = await browser.follow(await browser.request(url.href));
     const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
@@ -580,10 +581,8 @@ describe('one-time codes set up after a passkey sign-in', () => {
   }
 
   async function setUpCodes(browser: FormBrowser): Promise<void> {
-    const account = await browser.follow(await browser.request('/account'));
-    const setup = await browser.submit(account, '/account/totp/setup', {});
-    const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
-    assert.equal((await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) })).status, 200);
+    const { codes } = await setUpTotp(browser, await browser.follow(await browser.request('/account')), clock);
+    assert.equal(codes.status, 200);
   }
 
   async function authorizeUrl(acrValues: string) {

@@ -152,12 +152,8 @@ function registration(input: SamlSpInput, current: SamlServiceProviderRecord | n
     acsUrls,
     // SAML Core §3.4.1 AssertionConsumerServiceIndex names an endpoint by the index its metadata
     // gave it (SAML Metadata §2.2.3); URLs given as a list are named by their position, from 0.
-    acsIndexes:
-      input.acs_urls !== undefined || (metadata === null && current === null)
-        ? acsIndexesByPosition(acsUrls)
-        : metadata !== null
-          ? metadata.acsIndexes
-          : current!.acsIndexes,
+    // (Without acs_urls, metadata or a current record, checkAcsUrls has refused it above.)
+    acsIndexes: input.acs_urls !== undefined ? acsIndexesByPosition(acsUrls) : (metadata?.acsIndexes ?? current!.acsIndexes),
     sloUrl: sloUrl === null ? null : checkUrl('slo_url', sloUrl),
     sloBinding: sloBinding as SloBinding,
     nameIdFormat: format as NameIdFormat,

@@ -10,7 +10,7 @@ import { checkScimJson, invalidValue, notFound, ScimError } from './errors.ts';
 import { member as memberOf } from './filter.ts';
 import { applyPatch, readOperations } from './patch.ts';
 import { GROUP_KIND, GROUP_SCHEMA } from './schema.ts';
-import { READ_EACH_UP_TO, versionOf, type ScimDeps } from './users.ts';
+import { checkChangeable, READ_EACH_UP_TO, versionOf, type ScimDeps } from './users.ts';
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -81,12 +81,7 @@ async function inputOf(deps: Pick<ScimDeps, 'store'>, resource: unknown): Promis
 async function checkMembersChangeable(deps: Pick<ScimDeps, 'store'>, changed: readonly string[]): Promise<void> {
   for (const userId of changed) {
     const user = await deps.store.users.get(userId);
-    if (user !== null && user.role !== null)
-      throw new ScimError(
-        403,
-        null,
-        `${user.username} holds a console role: an operator changes their groups (tessera user, the admin API or the console), not provisioning`,
-      );
+    if (user !== null) checkChangeable(user, 'groups');
   }
 }
 

@@ -351,13 +351,16 @@ function uniquenessOf(error: unknown, account: Account): unknown {
   return error.field === 'email' ? emailTaken(account) : usernameTaken(account);
 }
 
-/** A person who holds a console role is changed by an operator, not by provisioning: their account is the console's door. */
-function checkChangeable(user: UserRecord): void {
+/**
+ * A person who holds a console role is changed by an operator, not by provisioning: their
+ * account is the console's door, and their groups (`what`) are what apps grant rights by.
+ */
+export function checkChangeable(user: UserRecord, what: 'account' | 'groups' = 'account'): void {
   if (user.role !== null)
     throw new ScimError(
       403,
       null,
-      `${user.username} holds a console role: an operator changes their account (tessera user, the admin API or the console), not provisioning`,
+      `${user.username} holds a console role: an operator changes their ${what} (tessera user, the admin API or the console), not provisioning`,
     );
 }
 

@@ -57,13 +57,10 @@ export interface DeviceAuthorizationStore {
   /**
    * Records the user's decision on `record`, the request they were shown: only while it is
    * pending and unexpired; returns the updated record, or null when there was none to decide.
-   * Another record given the same user code since (the first expired) is not decided.
+   * Found by its device code hash, the key: another record given the same user code since
+   * (the first expired) has another hash, and is not decided.
    */
-  decide(
-    record: Pick<DeviceAuthorizationRecord, 'userCode' | 'deviceCodeHash'>,
-    decision: DeviceDecision,
-    now: number,
-  ): Promise<DeviceAuthorizationRecord | null>;
+  decide(record: Pick<DeviceAuthorizationRecord, 'deviceCodeHash'>, decision: DeviceDecision, now: number): Promise<DeviceAuthorizationRecord | null>;
   /**
    * One poll by the device: one indexed lookup and one write. Null when no record has this
    * hash for this client, or it is bound to a DPoP key (`dpopJkt`) other than `dpopJkt`

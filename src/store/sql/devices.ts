@@ -115,7 +115,7 @@ export function devicesStatements(d: Dialect) {
     decideDevice: `
       UPDATE device_authorizations
       SET status = :status, user_id = :userId, auth_time = :authTime, grant_id = :grantId, decided_at = :now
-      WHERE user_code = :userCode AND device_code_hash = :deviceCodeHash AND status = 'pending' AND expires_at > :now
+      WHERE device_code_hash = :deviceCodeHash AND status = 'pending' AND expires_at > :now
       RETURNING *`,
     // A device code bound to a DPoP key is polled only with a proof by that key: any other
     // poll leaves the record as it is, so it can neither take the tokens nor slow the device.
@@ -153,11 +153,10 @@ export function devicesStores(d: Dialect, q: Runner<keyof ReturnType<typeof devi
         return stored;
       },
       findByUserCode: (userCode, now) => first('getDeviceByUserCode', { userCode, now }, device),
-      decide: ({ userCode, deviceCodeHash }, decision, now) =>
+      decide: ({ deviceCodeHash }, decision, now) =>
         first(
           'decideDevice',
           {
-            userCode,
             deviceCodeHash,
             status: decision.approve ? 'approved' : 'denied',
             userId: decision.approve ? decision.userId : null,

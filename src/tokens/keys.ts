@@ -45,7 +45,8 @@ export class KeyManager {
   readonly #clock: Clock;
   readonly #settings: KeySettings;
   #cache: { loadedAt: number; published: SigningKeyRecord[]; active: Map<SigningAlgorithm, Promise<ActiveKey>> } | undefined;
-  #derived: { readonly kid: string; readonly purpose: string; readonly secret: Uint8Array } | undefined;
+  /** The secrets derived from the ES256 key `kid`, by purpose: a request may use several (the approval form's and the sign-in stamp's). */
+  #derived: { readonly kid: string; readonly secrets: Map<string, Uint8Array> } | undefined;
 
   constructor(store: KeyStore, clock: Clock, settings: KeySettings) {
     this.#store = store;
@@ -130,11 +131,14 @@ export class KeyManager {
    */
   async derivedSecret(purpose: string): Promise<Uint8Array> {
     const key = await this.signingKey('ES256');
-    if (this.#derived?.kid !== key.kid || this.#derived.purpose !== purpose) {
+    if (this.#derived?.kid !== key.kid) this.#derived = { kid: key.kid, secrets: new Map() };
+    let secret = this.#derived.secrets.get(purpose);
+    if (secret === undefined) {
       const d = key.privateKey.export({ format: 'jwk' }).d ?? '';
-      this.#derived = { kid: key.kid, purpose, secret: new Uint8Array(hkdfSync('sha256', Buffer.from(d, 'base64url'), '', `tessera ${purpose}`, 32)) };
+      secret = new Uint8Array(hkdfSync('sha256', Buffer.from(d, 'base64url'), '', `tessera ${purpose}`, 32));
+      this.#derived.secrets.set(purpose, secret);
     }
-    return this.#derived.secret;
+    return secret;
   }
 
   async #load() {

@@ -106,10 +106,8 @@ export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<S
   return transactionWithEvents(deps, async (tx, record) => {
     const ended = await endSessionsIn(tx, user.id);
     await tx.devices.removeForUser(user.id);
-    await tx.passkeys.removeAllForUser(user.id);
+    await removeSecondFactorsIn(tx, user.id);
     await tx.webauthnChallenges.removeForUser(user.id);
-    await tx.totp.remove(user.id);
-    await tx.recoveryCodes.removeAllForUser(user.id);
     const grants = await tx.grants.removeForUser(user.id);
     await tx.users.remove(user.id);
     await record({ type: 'user.removed', ...about(user), detail: { grants_removed: grants, by: 'operator' } });

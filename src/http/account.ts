@@ -13,6 +13,7 @@ import { forRequest } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage, type ActivityView } from '../ui/account.ts';
 import { emailChangeConfirmPage, emailChangeDonePage } from '../ui/pages.ts';
+import { accountReauthenticateMinutes } from '../flows/second-factor/policy.ts';
 import { emailChangeOffered, findEmailChange, pendingEmailChange, requestEmailChange, verifyEmailChange } from '../flows/email-change.ts';
 import type { MessageKey } from '../ui/i18n.ts';
 import type { BrowserRoutesOptions, SignedIn } from './browser-kit.ts';
@@ -200,7 +201,7 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
           401,
           {
             returnTo: ACCOUNT_PATH,
-            notice: ui.t.text('account.email.signInAgain', { minutes: Math.round(deps.config.secondFactor.accountReauthenticate / 60) }),
+            notice: ui.t.text('account.email.signInAgain', { minutes: accountReauthenticateMinutes(deps.config) }),
             username: signedIn.user.username,
             maxAge: 0,
           },

@@ -5,7 +5,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { APPROVAL_MAC_FIELD, approvalFormMac, approvalFormMatches } from '../flows/authorization-code/approval-form.ts';
-import { CONSENT_FORM_OMITS, nextStep, SIGN_IN_RETURN_OMITS } from '../flows/authorization-code/interaction.ts';
+import { asksNewSignIn, CONSENT_FORM_OMITS, nextStep, SIGN_IN_RETURN_OMITS } from '../flows/authorization-code/interaction.ts';
 import { SIGN_IN_ASKED_FIELD, signInAsked, signInAskedAt } from '../flows/authorization-code/sign-in-asked.ts';
 import { approvalRefusal, assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { organizationChoice, organizationPolicy, organizationsToChoose } from '../flows/organizations/choice.ts';
@@ -132,8 +132,11 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     const memberships = signedIn ? await deps.store.organizations.membershipsOf(signedIn.user.id) : [];
     const member = organizationPolicy(memberships);
     const refused = signedIn !== null && approvalRefusal(deps.config, authorization.client, signedIn.session, authorization.acrValues ?? null, member) !== null;
+    // Read only where it can count: a posted decision never asks for a sign-in again (nextStep).
     const askedAt =
-      signedIn !== null && carried[SIGN_IN_ASKED_FIELD] !== undefined ? signInAskedAt(await askedSecret(), browserOf(), singleValues(carried)) : null;
+      signedIn !== null && decision === null && carried[SIGN_IN_ASKED_FIELD] !== undefined
+        ? signInAskedAt(await askedSecret(), browserOf(), singleValues(carried))
+        : null;
     let step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now(), askedAt, refused);
     const choice =
       step.kind === 'approve' ? organizationChoice(memberships, approvalScope(authorization), postedOrganization, remembered?.organizationId) : null;
@@ -179,7 +182,7 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
           // What the request asked of the sign-in, asked of a provider in turn (the ID token's
           // auth_time is the provider's): a new one for prompt=login (select_account is
           // answered as login), one within max_age.
-          maxAge: authorization.prompt.includes('login') || authorization.prompt.includes('select_account') ? 0 : authorization.maxAge,
+          maxAge: asksNewSignIn(authorization) ? 0 : authorization.maxAge,
         });
       }
       case 'approve':

@@ -4,7 +4,7 @@ import type { RawParams } from '../core/protocol.ts';
 import { listPasskeys, mayRemoveAPasskey } from '../flows/passkeys/authentication.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { beginTotpEnrolment, confirmTotpEnrolment, removeTotp, totpStatus } from '../flows/second-factor/codes.ts';
-import { assertMayChangeSecondFactors, secondFactorChangeRefusal } from '../flows/second-factor/policy.ts';
+import { accountReauthenticateMinutes, assertMayChangeSecondFactors, secondFactorChangeRefusal } from '../flows/second-factor/policy.ts';
 import { otpauthUri } from '../flows/second-factor/totp.ts';
 import { completeSecondFactor, gainOneTimeCode } from '../flows/session/sign-in.ts';
 import { enrolmentLimits } from '../flows/sign-in.ts';
@@ -39,7 +39,7 @@ export async function accountSecurity(
   return securitySection(ui, {
     csrf,
     changeRefusal,
-    reauthenticateMinutes: Math.round(deps.config.secondFactor.accountReauthenticate / 60),
+    reauthenticateMinutes: accountReauthenticateMinutes(deps.config),
     passkeysAvailable: passkeysAvailable(deps.config.issuer),
     passkeys: passkeys.map((passkey) => ({
       id: passkey.id,

@@ -38,6 +38,16 @@ export const SIGN_IN_RETURN_OMITS: readonly string[] = ['csrf_token', 'decision'
 export const CONSENT_FORM_OMITS: readonly string[] = ['csrf_token', 'decision'];
 
 /**
+ * Whether `request` asks for a sign-in made after it asked, not merely a signed-in person:
+ * prompt=login, and select_account (one account a browser: answered as login), of which OIDC
+ * Core §3.1.2.1 says "The Authorization Server SHOULD prompt the End-User for
+ * reauthentication"; max_age=0 always does (§3.1.2.1 likens it to prompt=login).
+ */
+export function asksNewSignIn(request: Pick<AuthorizationRequest, 'prompt' | 'maxAge'>): boolean {
+  return request.prompt.includes('login') || request.prompt.includes('select_account') || request.maxAge === 0;
+}
+
+/**
  * The next step for `request`, given the browser's sign-in (null when signed out), the
  * user's remembered grant for the client (null when none), the person's decision on the
  * approval page (null when none was posted), when this request asked this browser for a
@@ -59,10 +69,6 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   // every visit, whenever it was made: a sign-in that answered the request once grows too
   // old for it like any other.
   const pastMaxAge = session !== null && request.maxAge !== null && request.maxAge > 0 && now - session.authTime > request.maxAge * 1000;
-  // prompt=login, and select_account (one account a browser: answered as login): "The
-  // Authorization Server SHOULD prompt the End-User for reauthentication"; max_age=0 always
-  // does (§3.1.2.1 likens it to prompt=login).
-  const asksNewSignIn = request.prompt.includes('login') || request.prompt.includes('select_account') || request.maxAge === 0;
   const tooOld = session !== null && (request.maxAge === 0 || pastMaxAge);
   // The re-authentication that prompt=login, select_account and max_age=0 ask for is a
   // sign-in made after this request asked for one, and no other: the request comes back from
@@ -105,7 +111,7 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   // A new sign-in is not asked for again once they have signed in since the request asked
   // (but a max_age it has outlived still asks), nor once a decision is posted: the approval
   // page it comes from was shown only to a sign-in that answered the request.
-  const reauthenticate = decision === null && ((asksNewSignIn && !signedInSinceAsked) || pastMaxAge);
+  const reauthenticate = decision === null && ((asksNewSignIn(request) && !signedInSinceAsked) || pastMaxAge);
   // Another person signed in is asked to sign in as the one the hint names, whatever they
   // decided: nothing is issued to the wrong person.
   if (!signedIn || reauthenticate || someoneElse) return { kind: 'sign-in' };

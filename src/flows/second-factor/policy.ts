@@ -139,6 +139,11 @@ export function recentEnoughForAccountChange(deps: Pick<FlowDeps, 'config' | 'cl
   return deps.clock.now() - authTime <= deps.config.secondFactor.accountReauthenticate * 1000;
 }
 
+/** `TESSERA_ACCOUNT_REAUTHENTICATE` in whole minutes, as the pages and the refusal say it. */
+export function accountReauthenticateMinutes(config: Pick<Config, 'secondFactor'>): number {
+  return Math.round(config.secondFactor.accountReauthenticate / 60);
+}
+
 export type SecondFactorChangeRefusal =
   /** The account has a passkey or codes, and this sign-in was a password alone: prove one of them. */
   | 'prove-first'
@@ -179,7 +184,7 @@ export async function assertMayChangeSecondFactors(deps: Pick<FlowDeps, 'store' 
     );
   }
   if (refusal === 'sign-in-again') {
-    const minutes = Math.round(deps.config.secondFactor.accountReauthenticate / 60);
+    const minutes = accountReauthenticateMinutes(deps.config);
     throw new OAuthError('access_denied', `To add or remove a passkey or one-time codes, sign in again: your sign-in is more than ${minutes} minutes old.`, {
       status: 403,
       page: { key: 'secondFactors.signInAgain', values: { minutes } },

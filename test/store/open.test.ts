@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { openStore, parseDatabase } from '../../src/store/open.ts';
+import { MissingReferenceError } from '../../src/store/types.ts';
+import { codeGrant } from './fixtures.ts';
 
 describe('the database setting', () => {
   it('names PostgreSQL with a postgres:// or postgresql:// URL', () => {
@@ -53,6 +55,23 @@ describe('the database setting', () => {
       assert.deepEqual(await store.rateLimits.hit('key', 1000, 0), { hits: 1, endsAt: 1000 });
     } finally {
       await store.close();
+    }
+  });
+
+  it('opens each in-memory store empty and migrated, however many came before it in the process', async () => {
+    // The second and later start from a copy of the first's migrated schema (sqlite/store.ts).
+    const first = await openStore(':memory:');
+    const second = await openStore(':memory:');
+    const third = await openStore(':memory:');
+    try {
+      await first.rateLimits.hit('key', 1000, 0);
+      await second.rateLimits.hit('key', 1000, 0);
+      assert.deepEqual(await second.rateLimits.hit('key', 1000, 0), { hits: 2, endsAt: 1000 });
+      assert.deepEqual(await third.rateLimits.hit('key', 1000, 0), { hits: 1, endsAt: 1000 });
+      // The foreign keys hold in a copy as in a migrated one: a grant needs its client.
+      await assert.rejects(third.grants.create(codeGrant('grant-1', 'no-such-client', 'no-such-user')), MissingReferenceError);
+    } finally {
+      await Promise.all([first.close(), second.close(), third.close()]);
     }
   });
 

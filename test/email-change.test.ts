@@ -2,13 +2,14 @@
  * A person changes their own e-mail address on /account, with a real SMTP server on loopback:
  * the address stays as it was until the link mailed to the new one is followed; then it is
  * the account's, verified, and the old address is mailed a notice. The link works once, until
- * it expires, and only while it is the newest asked for; each refusal is a page that says so.
+ * it expires, only while it is the newest asked for, and only in a browser signed in as the
+ * account (anyone else gets the sign-in page); each refusal is a page that says so.
  * An operator's change is at once, and unverified unless the operator says otherwise.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { removeUser, updateUser } from '../src/flows/manage/users.ts';
-import { FormBrowser, type Page } from './helpers/browser.ts';
+import { assertSignInPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { clockAtStart } from './helpers/clock.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { startWithMail } from './helpers/fixtures.ts';
@@ -86,9 +87,16 @@ describe('changing one’s e-mail address', () => {
     const token = new URL(link).searchParams.get('token')!;
     assert.equal((await server.store.emailChanges.find(token, clock.now())) ?? null, null, 'only a hash of the link is kept: the token itself finds nothing');
 
-    // Opened on another device, not signed in: a page with a button, so that a mail scanner changes nothing.
+    // Opened on another device, not signed in: the sign-in page, for hedy, which comes back to the link.
     const other = new FormBrowser(server.url);
-    const confirm = await other.request(link);
+    const signIn = await other.request(link);
+    assertSignInPage(signIn);
+    assert.match(text(signIn.html), /This link confirms an e-mail address for the account hedy\. Sign in as hedy to use it\./);
+    assert.match(signIn.html, /<input type="text" id="username" name="username"[^>]* value="hedy"/, 'the username filled in');
+    assert.equal((await server.store.users.findByUsername('hedy'))?.email, 'hedy@example.com');
+    // Then a page with a button, so that a mail scanner changes nothing.
+    const confirm = await other.signIn(signIn, user);
+    assert.equal(confirm.url, link);
     assert.equal(confirm.status, 200);
     assert.match(text(confirm.html), /Make hedy@example\.org the e-mail address of the account hedy on Tessera\./);
     assert.equal((await server.store.users.findByUsername('hedy'))?.email, 'hedy@example.com');
@@ -133,27 +141,72 @@ describe('changing one’s e-mail address', () => {
     await ask(browser, page, 'grace@two.example');
     const second = changeLink((await mailTo('grace@two.example')).parsed.text);
 
-    const other = new FormBrowser(server.url);
-    const replaced = await other.request(first);
+    const replaced = await browser.request(first);
     assert.equal(replaced.status, 400, 'a link for an address no longer asked for');
     assert.match(text(replaced.html), /a newer change replaced it/);
+    assert.equal((await new FormBrowser(server.url).request(first)).status, 400, 'the same page signed in as no one');
     // A form for the replaced link, posted anyway, changes nothing either.
-    const forged = await other.submit(await other.request(second), '/account/email/verify', { token: new URL(first).searchParams.get('token')! });
+    const forged = await browser.submit(await browser.request(second), '/account/email/verify', { token: new URL(first).searchParams.get('token')! });
     assert.equal(forged.status, 400);
     assert.equal((await server.store.users.findByUsername('grace'))?.email, 'grace@example.com');
 
     clock.advance(24 * 3600 * 1000 + 1000);
     try {
-      const expired = await other.request(second);
+      const expired = await browser.request(second);
       assert.equal(expired.status, 400);
       assert.match(text(expired.html), /This link cannot be used/);
     } finally {
       clock.advance(-(24 * 3600 * 1000 + 1000));
     }
     assert.equal((await server.store.users.findByUsername('grace'))?.email, 'grace@example.com');
-    const done = await other.submit(await other.request(second), '/account/email/verify', {});
+    const done = await browser.submit(await browser.request(second), '/account/email/verify', {});
     assert.equal(done.status, 200, 'the newest link still works before it expires');
     assert.equal((await server.store.users.findByUsername('grace'))?.email, 'grace@two.example');
+  });
+
+  it('changes nothing for a browser not signed in as the account whose link it is: the sign-in page, and a posted form refused (pre-hijacked accounts)', async () => {
+    // Mallory asks for Lin's address on her own account: the link goes to Lin.
+    const mallory = await server.addUser({ username: 'mallory', email: 'mallory@example.com', profile: { emailVerified: true } });
+    const attacker = await signedIn(mallory);
+    await ask(attacker.browser, attacker.page, 'lin@example.net');
+    const link = changeLink((await mailTo('lin@example.net')).parsed.text);
+    const token = new URL(link).searchParams.get('token')!;
+    const confirmForm = (page: Page) => ({ csrf_token: new FormBrowser(server.url).form(page, '/login').fields['csrf_token']!, token });
+
+    // Lin follows it signed in as no one: the sign-in page, for mallory, with no button to confirm.
+    const lin = new FormBrowser(server.url);
+    const shown = await lin.request(link);
+    assertSignInPage(shown);
+    assert.match(
+      text(shown.html),
+      /This link confirms an e-mail address for the account mallory\. Sign in as mallory to use it\. If that account is not yours, leave this page: nothing is confirmed\./,
+    );
+    assert.doesNotMatch(shown.html, /action="\/account\/email\/verify"/);
+    // The confirmation posted anyway (the link's token, this browser's CSRF token): refused, the sign-in page again.
+    const posted = await lin.request('/account/email/verify', { form: confirmForm(shown) });
+    assert.equal(posted.status, 401);
+    assert.match(posted.html, /<form method="post" action="\/login">/);
+
+    // Signed in to an account of her own: the page says whose the link is, and a post is refused.
+    const own = await server.addUser({ username: 'lin', email: 'lin@work.example', profile: { emailVerified: true } });
+    await lin.signIn(await lin.request('/login?return_to=%2Faccount'), own);
+    const other = await lin.request(link);
+    assertSignInPage(other);
+    assert.match(
+      text(other.html),
+      /You are signed in as lin, but this link confirms an e-mail address for the account mallory\. Sign in as mallory to use it\./,
+    );
+    assert.equal((await lin.request('/account/email/verify', { form: confirmForm(other) })).status, 403);
+    // Signing in there as herself only brings her back to the same page.
+    const back = await lin.signIn(other, own);
+    assert.equal(back.url, link);
+    assertSignInPage(back);
+
+    const unchanged = await server.store.users.findByUsername('mallory');
+    assert.deepEqual([unchanged?.email, unchanged?.emailVerified], ['mallory@example.com', true]);
+    assert.equal((await server.store.users.findByUsername('lin'))?.email, 'lin@work.example');
+    assert.equal((await server.store.emailChanges.pendingFor(mallory.id, clock.now()))?.email, 'lin@example.net', 'the link is not spent');
+    assert.equal(smtp.received.filter((mail) => mail.to.includes('mallory@example.com')).length, 0, 'no notice of a change');
   });
 
   it('refuses a bad address and the address the account has, with 400, and mails nothing', async () => {
@@ -183,8 +236,7 @@ describe('changing one’s e-mail address', () => {
     assert.match(text(page.html), /It is not confirmed yet/);
     assert.equal((await ask(browser, page, 'mary@example.com')).status, 303);
     const link = changeLink((await mailTo('mary@example.com')).parsed.text);
-    const other = new FormBrowser(server.url);
-    assert.equal((await other.submit(await other.request(link), '/account/email/verify', {})).status, 200);
+    assert.equal((await browser.submit(await browser.request(link), '/account/email/verify', {})).status, 200, 'one step, signed in');
     const verified = await server.store.users.findByUsername('mary');
     assert.equal(verified?.email, 'mary@example.com');
     assert.equal(verified?.emailVerified, true);

@@ -4,7 +4,8 @@
  * make passkeys, the sign-up page offers "Create a passkey" first; the account is made when the
  * mailed link is followed, with that passkey and no password, and the passkey signs in. Then
  * the person changes their address on /account: the new one is theirs once its link is
- * followed, the old one is told. In English and Arabic, each new page passing axe-core.
+ * followed where they are signed in (elsewhere, it is the sign-in page), the old one is told.
+ * In English and Arabic, each new page passing axe-core.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -107,6 +108,20 @@ describe('sign-up with a passkey, and a new address, in Chromium', { skip: chrom
         assert.equal((await server.store.users.findByUsername(username))?.email, email);
 
         const change = linkIn((await mailTo(newEmail)).parsed.text, '/account/email/verify');
+        // Opened where no one is signed in (another device): the sign-in page, saying whose the link is.
+        const elsewhere = await browser.newContext({ locale });
+        try {
+          const other = await elsewhere.newPage();
+          await other.goto(change);
+          await reach(other, other.locator('p.alert[role="status"]'), 'the sign-in page, naming the account');
+          assert.equal(await other.locator('#username').inputValue(), username);
+          assert.equal(await other.locator('form[action="/account/email/verify"]').count(), 0, 'no button to confirm');
+          assert.deepEqual(await axeViolations(other, `new address, signed in as no one (${locale})`), []);
+        } finally {
+          await elsewhere.close();
+        }
+        assert.equal((await server.store.users.findByUsername(username))?.email, email);
+        // Where the account is signed in: the button.
         await page.goto(change);
         assert.deepEqual(await axeViolations(page, `new address, confirm (${locale})`), []);
         await page.locator('form[action="/account/email/verify"] button[type="submit"]').click();

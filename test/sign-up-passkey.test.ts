@@ -1,7 +1,8 @@
 /**
  * Sign-up with a passkey over HTTP, with a software authenticator (helpers/authenticator.ts):
  * with TESSERA_SIGN_UP_VERIFY=later the account is made at once with the passkey and no
- * password, its address unverified until the link; the passkey then signs in. An answer made
+ * password, the browser signed in to it, its address unverified until the link; the passkey
+ * then signs in. An answer made
  * for another account id, another origin or a used challenge makes nothing. Someone who signs
  * up first with another person's address and a passkey loses the passkey once that person sets
  * a password through the link mailed to the address (pre-hijacked accounts). The real browser
@@ -59,6 +60,7 @@ describe('sign-up with a passkey', () => {
     assert.equal(await verifyPassword('a long enough password', user.passwordHash), false);
     const [stored] = await server.store.passkeys.listForUser(user.id);
     assert.equal(stored?.id, passkey.id);
+    assert.equal((await browser.request('/account')).status, 200, 'the browser that made it is signed in to it');
 
     // The passkey signs in.
     const signIn = new FormBrowser(server.url);
@@ -71,7 +73,7 @@ describe('sign-up with a passkey', () => {
     assert.match(account.html, /To set one, use “Forgot password\?” on the sign-in page/);
     assert.doesNotMatch(account.html, /name="current_password"/);
 
-    // Its address is verified when the link is followed.
+    // Its address is verified when the link is followed, in one step in the browser signed in at sign-up.
     const link = /(http\S+\/sign-up\/verify\?token=\S+)/.exec((await smtp.next()).parsed.text ?? '')?.[1];
     assert.ok(link);
     const confirm = await browser.request(link);

@@ -3,11 +3,12 @@
  * loopback: the account exists only once its link is followed, the link works once and
  * expires, an address that has an account gets the same page (and a notice, not a link),
  * budgets per network address and per e-mail address, the domain allow-list, a line break in a
- * name kept out of the message's headers, and TESSERA_SIGN_UP_VERIFY=later.
+ * name kept out of the message's headers, and TESSERA_SIGN_UP_VERIFY=later: the account made at
+ * once and signed in, its link confirming it only in a browser signed in as that account.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { FormBrowser, type Page } from './helpers/browser.ts';
+import { assertSignInPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { clockAtStart } from './helpers/clock.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
@@ -159,6 +160,92 @@ describe('sign-up', () => {
   });
 });
 
+describe('sign-up with TESSERA_SIGN_UP_VERIFY=later', () => {
+  let smtp: TestSmtpServer;
+  let server: TestServer;
+
+  before(async () => {
+    smtp = await startSmtpServer();
+    server = await startTestServer({ env: env(smtp, { TESSERA_SIGN_UP_VERIFY: 'later' }) });
+  });
+  after(() => closeAll(server, smtp));
+
+  /** The link mailed to `address`, once it has arrived. */
+  async function linkTo(address: string): Promise<string> {
+    for (let count = 1; ; count++) {
+      const mail = await smtp.next(count);
+      if (mail.to.includes(address)) return verifyLink(mail.parsed.text);
+    }
+  }
+
+  it('makes the account at once, signed in, its address unverified until the link is followed there, in one step', async () => {
+    const { browser, answer } = await signUp(server, { username: 'quick', email: 'quick@example.com' });
+    assert.match(text(answer.html), /You can sign in now/);
+    assert.equal((await server.store.users.findByUsername('quick'))?.emailVerified, false);
+    const account = await browser.request('/account');
+    assert.equal(account.status, 200, 'the browser that signed up is signed in');
+    assert.match(text(account.html), /Your address is quick@example\.com ?\. It is not confirmed yet/);
+    const confirm = await browser.request(await linkTo('quick@example.com'));
+    assert.match(text(confirm.html), /Confirm the account quick on Tessera\./);
+    assert.equal((await browser.submit(confirm, '/sign-up/verify', {})).status, 200);
+    assert.equal((await server.store.users.findByUsername('quick'))?.emailVerified, true);
+  });
+
+  it('asks another device to sign in as the account first, then comes back to the link', async () => {
+    await signUp(server, { username: 'roamer', email: 'roamer@example.com' });
+    const link = await linkTo('roamer@example.com');
+    const phone = new FormBrowser(server.url);
+    const signIn = await phone.request(link);
+    assertSignInPage(signIn);
+    assert.match(text(signIn.html), /This link confirms an e-mail address for the account roamer\. Sign in as roamer to use it\./);
+    assert.equal((await server.store.users.findByUsername('roamer'))?.emailVerified, false);
+    const confirm = await phone.signIn(signIn, { username: 'roamer', password: PASSWORD });
+    assert.equal(confirm.url, link);
+    assert.equal((await phone.submit(confirm, '/sign-up/verify', {})).status, 200);
+    assert.equal((await server.store.users.findByUsername('roamer'))?.emailVerified, true);
+  });
+
+  it('does not let the owner of an address confirm it on an account someone else made with it (pre-hijacked accounts)', async () => {
+    // Mallory signs up first with Lin's address: the account is made at once, unverified; the link goes to Lin.
+    await signUp(server, { username: 'mallory', email: 'lin@example.com' });
+    const link = await linkTo('lin@example.com');
+    const token = new URL(link).searchParams.get('token')!;
+    const confirmForm = (page: Page) => ({ csrf_token: new FormBrowser(server.url).form(page, '/login').fields['csrf_token']!, token });
+
+    // Lin follows it signed in as no one: the sign-in page, for mallory, with no button to confirm.
+    const lin = new FormBrowser(server.url);
+    const shown = await lin.request(link);
+    assertSignInPage(shown);
+    assert.match(
+      text(shown.html),
+      /This link confirms an e-mail address for the account mallory\. Sign in as mallory to use it\. If that account is not yours, leave this page: nothing is confirmed\./,
+    );
+    assert.doesNotMatch(shown.html, /action="\/sign-up\/verify"/);
+    // The confirmation posted anyway (the link's token, this browser's CSRF token): refused, the sign-in page again.
+    const posted = await lin.request('/sign-up/verify', { form: confirmForm(shown) });
+    assert.equal(posted.status, 401);
+    assert.match(posted.html, /<form method="post" action="\/login">/);
+
+    // Signed in to an account of her own: the page says whose the link is, and a post is refused.
+    const own = await server.addUser({ username: 'lin', email: 'lin@work.example' });
+    await lin.signIn(await lin.request('/login?return_to=%2Faccount'), own);
+    const other = await lin.request(link);
+    assertSignInPage(other);
+    assert.match(
+      text(other.html),
+      /You are signed in as lin, but this link confirms an e-mail address for the account mallory\. Sign in as mallory to use it\./,
+    );
+    assert.equal((await lin.request('/sign-up/verify', { form: confirmForm(other) })).status, 403);
+    // Signing in there as herself only brings her back to the same page.
+    const back = await lin.signIn(other, own);
+    assert.equal(back.url, link);
+    assertSignInPage(back);
+
+    const account = await server.store.users.findByUsername('mallory');
+    assert.deepEqual([account?.emailVerified, account?.emailSelfAsserted], [false, true], 'a reset link mailed to Lin still removes what Mallory set up');
+  });
+});
+
 describe('sign-up limits and modes', () => {
   it('refuses sign-ups from one network address past its budget, while sign-in still works', async () => {
     const smtp = await startSmtpServer();
@@ -170,23 +257,6 @@ describe('sign-up limits and modes', () => {
       assert.deepEqual(statuses, [200, 200, 200, 429, 429, 429]);
       const browser = new FormBrowser(server.url);
       await browser.signIn(await browser.request('/login?return_to=%2Faccount'), user);
-    } finally {
-      await server.close();
-      await smtp.close();
-    }
-  });
-
-  it('with TESSERA_SIGN_UP_VERIFY=later, makes the account at once with its address unverified until the link', async () => {
-    const smtp = await startSmtpServer();
-    const server = await startTestServer({ env: env(smtp, { TESSERA_SIGN_UP_VERIFY: 'later' }) });
-    try {
-      const { browser, answer } = await signUp(server, { username: 'quick', email: 'quick@example.com' });
-      assert.match(text(answer.html), /You can sign in now/);
-      assert.equal((await server.store.users.findByUsername('quick'))?.emailVerified, false);
-      const link = verifyLink((await smtp.next()).parsed.text);
-      const confirm = await browser.request(link);
-      assert.equal((await browser.submit(confirm, '/sign-up/verify', {})).status, 200);
-      assert.equal((await server.store.users.findByUsername('quick'))?.emailVerified, true);
     } finally {
       await server.close();
       await smtp.close();

@@ -974,7 +974,7 @@ export const SETTINGS = [
     shown: '`first`',
     accepts: '`first`, `later`',
     description:
-      '`first`: a new account exists only once its e-mail link is followed; `later`: it is made and usable at once, with `email_verified` false until the link (mailed when there is a mail server) is followed',
+      '`first`: a new account exists only once its e-mail link is followed; `later`: it is made and usable at once, the browser that made it signed in to it, with `email_verified` false until the link (mailed when there is a mail server) is followed in a browser signed in as that account',
   },
   {
     name: 'TESSERA_SIGN_UP_DOMAINS',

@@ -1,7 +1,7 @@
 /**
  * A person changing their own e-mail address, without HTTP or SMTP: the link mailed to the new
- * address (read from the outbox, opened as the dispatcher opens it), used once, ended by a
- * newer request and by its expiry, the address then verified and the old one told; what is
+ * address (read from the outbox, opened as the dispatcher opens it), used once and only signed
+ * in as the account, ended by a newer request and by its expiry, the address then verified and the old one told; what is
  * refused, and the hourly budgets it shares with "Forgot password?". test/email-change.test.ts
  * follows the same through the pages and a real SMTP server.
  */
@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../core/crypto.ts';
 import type { UserRecord } from '../store/types.ts';
 import { FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
-import { pendingEmailChange, requestEmailChange, verifyEmailChange } from './email-change.ts';
+import { openEmailChangeLink, pendingEmailChange, requestEmailChange, verifyEmailChange } from './email-change.ts';
 import type { MailMessage } from './mail/outbox.ts';
 import { createResetLink, findResetLink, type AccountDeps } from './users.ts';
 
@@ -67,7 +67,7 @@ describe("changing one's own e-mail address", () => {
     assert.equal((await world.store.users.get(user.id))?.email, user.email, 'nothing changes before the link is followed');
 
     const token = await linkToken(user);
-    const done = await verifyEmailChange(deps, token);
+    const done = await verifyEmailChange(deps, token, user);
     assert.equal(done.kind, 'done');
     const changed = (await world.store.users.get(user.id))!;
     assert.deepEqual([changed.email, changed.emailVerified], ['ada.new@example.com', true]);
@@ -75,8 +75,26 @@ describe("changing one's own e-mail address", () => {
     assert.deepEqual([notice?.kind, notice?.to.address, notice?.values['email']], ['email_changed', user.email, 'ada.new@example.com']);
     assert.ok((await world.store.events.list({ userId: user.id, limit: 50 })).some((event) => event.type === 'user.updated'));
 
-    assert.deepEqual(await verifyEmailChange(deps, token), { kind: 'invalid_link' }, 'single use');
+    assert.deepEqual(await verifyEmailChange(deps, token, user), { kind: 'invalid_link' }, 'single use');
     assert.equal(await pendingEmailChange(deps, { ...user, ...changed }), null);
+  });
+
+  it('refuses the link to anyone not signed in as the account whose change it is, asking for that sign-in, and changes nothing (pre-hijacked accounts)', async () => {
+    // Someone asks for another person's address on their own account; the link goes to that person.
+    const asker = await person();
+    const owner = await world.addUser({ username: 'owner', email: 'owner@example.org', emailVerified: true });
+    await ask(asker, 'target@example.com');
+    const token = await linkToken(asker);
+    const signInFirst = (signedInAs: string | null) => ({ kind: 'sign-in', account: { username: asker.username, locale: null }, signedInAs });
+    assert.deepEqual(await openEmailChangeLink(deps, token, null), signInFirst(null), 'followed signed in as no one');
+    assert.deepEqual(await verifyEmailChange(deps, token, null), signInFirst(null));
+    assert.deepEqual(await openEmailChangeLink(deps, token, owner), signInFirst('owner'), 'followed signed in as someone else');
+    assert.deepEqual(await verifyEmailChange(deps, token, owner), signInFirst('owner'));
+    const unchanged = (await world.store.users.get(asker.id))!;
+    assert.deepEqual([unchanged.email, unchanged.emailVerified], [asker.email, true]);
+    assert.equal(await pendingEmailChange(deps, asker), 'target@example.com', 'the link is not spent');
+    assert.deepEqual(await mailed(asker, 'user.email_changed'), []);
+    assert.equal((await openEmailChangeLink(deps, token, asker)).kind, 'confirm', 'its own account may');
   });
 
   it('asks a sign-in older than TESSERA_ACCOUNT_REAUTHENTICATE (15 minutes by default) to sign in again, and mails nothing', async () => {
@@ -97,7 +115,7 @@ describe("changing one's own e-mail address", () => {
     const reset = new URL((await createResetLink(deps, user, 3600)).url).searchParams.get('token')!;
     await ask(user, 'moved@example.com');
     assert.ok(await findResetLink(deps, reset), 'live while the change waits');
-    assert.equal((await verifyEmailChange(deps, await linkToken(user))).kind, 'done');
+    assert.equal((await verifyEmailChange(deps, await linkToken(user), user)).kind, 'done');
     assert.equal(await findResetLink(deps, reset), null, 'whoever still reads the old mailbox cannot set the password');
   });
 
@@ -107,10 +125,10 @@ describe("changing one's own e-mail address", () => {
     const first = await linkToken(user);
     await ask(user, 'second@example.com');
     const second = await linkToken(user);
-    assert.deepEqual(await verifyEmailChange(deps, first), { kind: 'invalid_link' }, 'only the address asked for last');
+    assert.deepEqual(await verifyEmailChange(deps, first, user), { kind: 'invalid_link' }, 'only the address asked for last');
     assert.equal(await pendingEmailChange(deps, user), 'second@example.com');
     world.clock.advance(LINK_TTL_SECONDS * 1000);
-    assert.deepEqual(await verifyEmailChange(deps, second), { kind: 'invalid_link' }, 'expired');
+    assert.deepEqual(await verifyEmailChange(deps, second, user), { kind: 'invalid_link' }, 'expired');
     assert.equal((await world.store.users.get(user.id))?.email, user.email);
   });
 
@@ -129,8 +147,8 @@ describe("changing one's own e-mail address", () => {
       expiresAt: now + LINK_TTL_SECONDS * 1000,
       usedAt: null,
     });
-    assert.equal((await verifyEmailChange(deps, followed)).kind, 'done');
-    assert.deepEqual(await verifyEmailChange(deps, other), { kind: 'invalid_link' }, 'the other link is ended');
+    assert.equal((await verifyEmailChange(deps, followed, user)).kind, 'done');
+    assert.deepEqual(await verifyEmailChange(deps, other, user), { kind: 'invalid_link' }, 'the other link is ended');
     assert.equal((await world.store.users.get(user.id))?.email, 'followed@example.com');
     assert.equal(await pendingEmailChange(deps, user), null);
   });
@@ -144,11 +162,11 @@ describe("changing one's own e-mail address", () => {
     // An address the account has but never verified may be asked for: the link verifies it.
     const unverified = await world.addUser({ username: 'unverified', email: 'unverified@example.com', emailVerified: false });
     assert.equal((await ask(unverified, 'unverified@example.com')).kind, 'sent');
-    assert.equal((await verifyEmailChange(deps, await linkToken(unverified))).kind, 'done');
+    assert.equal((await verifyEmailChange(deps, await linkToken(unverified), unverified)).kind, 'done');
     assert.equal((await world.store.users.get(unverified.id))?.emailVerified, true, 'OIDC Core §5.1 email_verified: they showed they receive its mail');
     assert.deepEqual(await mailed(unverified, 'user.email_changed'), [], 'no notice when the address stays the same');
-    assert.deepEqual(await verifyEmailChange(deps, 'made-up-token'), { kind: 'invalid_link' });
-    assert.deepEqual(await verifyEmailChange(deps, 'x'.repeat(129)), { kind: 'invalid_link' });
+    assert.deepEqual(await verifyEmailChange(deps, 'made-up-token', user), { kind: 'invalid_link' });
+    assert.deepEqual(await verifyEmailChange(deps, 'x'.repeat(129), user), { kind: 'invalid_link' });
     assert.deepEqual(
       await requestEmailChange({ ...deps, mail: undefined }, user, {
         email: 'new@example.com',
@@ -166,7 +184,7 @@ describe("changing one's own e-mail address", () => {
     const user = await person();
     await ask(user, 'raced@example.com');
     const token = await linkToken(user);
-    const outcomes = await Promise.all(Array.from({ length: 5 }, () => verifyEmailChange(deps, token)));
+    const outcomes = await Promise.all(Array.from({ length: 5 }, () => verifyEmailChange(deps, token, user)));
     assert.deepEqual(outcomes.map((outcome) => outcome.kind).sort(), ['done', 'invalid_link', 'invalid_link', 'invalid_link', 'invalid_link']);
     assert.equal((await mailed(user, 'user.email_changed')).length, 1, 'one notice');
   });
@@ -177,7 +195,7 @@ describe("changing one's own e-mail address", () => {
     // The request does not say whether an account has the address: it is mailed as any other.
     assert.deepEqual(await ask(user, 'Shared@example.com'), { kind: 'sent', email: 'Shared@example.com' });
     const token = await linkToken(user);
-    assert.deepEqual(await verifyEmailChange(deps, token), { kind: 'invalid_link' });
+    assert.deepEqual(await verifyEmailChange(deps, token, user), { kind: 'invalid_link' });
     const unchanged = (await world.store.users.get(user.id))!;
     assert.deepEqual([unchanged.email, unchanged.emailVerified], [user.email, true]);
     assert.equal((await world.store.users.get(other.id))?.email, 'shared@example.com');
@@ -191,7 +209,7 @@ describe("changing one's own e-mail address", () => {
     await ask(user, 'while-disabled@example.com');
     const token = await linkToken(user);
     await world.store.users.setDisabled(user.id, true);
-    assert.deepEqual(await verifyEmailChange(deps, token), { kind: 'invalid_link' });
+    assert.deepEqual(await verifyEmailChange(deps, token, user), { kind: 'invalid_link' });
     assert.equal((await world.store.users.get(user.id))?.email, user.email);
   });
 

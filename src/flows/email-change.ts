@@ -2,10 +2,11 @@
  * A person changes their own e-mail address (the account page). The new address is not used
  * until the link mailed to it is followed: until then the account keeps its address, and the
  * new one waits, by the hash of the link's token, bound to that one address. Following the
- * link sets the address, verified (OIDC Core §5.1 email_verified: the person showed they
- * receive its mail), and mails the old address a notice, so that a change its owner did not
- * make is noticed. A newer request ends the older links; each link is single use and expires
- * after TESSERA_SIGN_UP_LINK_TTL.
+ * link, in a browser signed in as the account (flows/address-link.ts), sets the address,
+ * verified (OIDC Core §5.1 email_verified: the person showed they receive its mail), and mails
+ * the old address a notice, so that a change its owner did not make is noticed. A newer
+ * request ends the older links; each link is single use and expires after
+ * TESSERA_SIGN_UP_LINK_TTL.
  *
  * Each request is charged to the network address it came from and to the e-mail address it
  * names, on the budgets of "Forgot password?" (flows/recovery.ts): mail aimed at one inbox is
@@ -18,6 +19,7 @@ import type { Locale } from '../config/locales.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { EMAIL_CHANGE_VERIFY_PATH } from '../core/endpoints.ts';
 import { DuplicateError, type EmailChangeRecord, type UserRecord } from '../store/types.ts';
+import { signInFirst, type Follower, type SignInFirst } from './address-link.ts';
 import { isRefusal } from './attempts.ts';
 import { transactionWithEvents } from './events.ts';
 import { mailAddress } from './mail/outbox.ts';
@@ -97,19 +99,39 @@ export async function findEmailChange(
   return change === null || user === null || user.disabled ? null : { change, user };
 }
 
-export type EmailChangeVerifyResult = { readonly kind: 'done'; readonly user: UserRecord; readonly email: string } | { readonly kind: 'invalid_link' };
+export type EmailChangeLink =
+  | { readonly kind: 'confirm'; readonly change: EmailChangeRecord; readonly user: UserRecord }
+  | { readonly kind: 'invalid_link' }
+  /** This browser is not signed in as the account whose change it is. */
+  | SignInFirst;
 
 /**
- * Follows the link: exactly one caller uses it up (one conditional UPDATE), in the transaction
- * that sets the address, ends the person's other waiting links and the reset links mailed to
- * the old address, and queues the notice to the old address.
+ * What the link `token` offers a browser signed in as `follower`: its button when that is the
+ * account whose change it is; otherwise the sign-in first (flows/address-link.ts). The link
+ * alone went to the new address, which whoever asked chose: it may be someone else's.
+ */
+export async function openEmailChangeLink(deps: Pick<AccountDeps, 'store' | 'clock'>, token: string, follower: Follower): Promise<EmailChangeLink> {
+  const found = await findEmailChange(deps, token);
+  if (found === null) return { kind: 'invalid_link' };
+  return signInFirst(found.user, follower) ?? { kind: 'confirm', ...found };
+}
+
+export type EmailChangeVerifyResult =
+  | { readonly kind: 'done'; readonly user: UserRecord; readonly email: string }
+  | Extract<EmailChangeLink, { kind: 'invalid_link' | 'sign-in' }>;
+
+/**
+ * Follows the link, in a browser signed in as `follower` (openEmailChangeLink): exactly one
+ * caller uses it up (one conditional UPDATE), in the transaction that sets the address, ends
+ * the person's other waiting links and the reset links mailed to the old address, and queues
+ * the notice to the old address.
  *
  * An address another account has (the request did not say whether one had it) cannot be this
  * one's too: the link then cannot be used, and nothing changes, the link included.
  */
-export async function verifyEmailChange(deps: AccountDeps, token: string): Promise<EmailChangeVerifyResult> {
-  const found = await findEmailChange(deps, token);
-  if (found === null) return { kind: 'invalid_link' };
+export async function verifyEmailChange(deps: AccountDeps, token: string, follower: Follower): Promise<EmailChangeVerifyResult> {
+  const found = await openEmailChangeLink(deps, token, follower);
+  if (found.kind !== 'confirm') return found;
   const { user } = found;
   try {
     return await transactionWithEvents(deps, async (tx, record): Promise<EmailChangeVerifyResult> => {

@@ -17,7 +17,7 @@ import { FLOW_ISSUER, flowWorld, linkIdentity, queuedMail, type FlowWorld } from
 import type { MailMessage } from './mail/outbox.ts';
 import { RECOVERY_KEYS, requestRecovery } from './recovery.ts';
 import { createUser, updateUser } from './manage/users.ts';
-import { signUp, verifySignUp } from './sign-up.ts';
+import { signUp, verifySignUp, type SignUpDeps } from './sign-up.ts';
 import { createResetLink, resetPassword, type AccountDeps } from './users.ts';
 
 const PER_ADDRESS = 4;
@@ -124,7 +124,7 @@ describe('recovering an account by e-mail ("Forgot password?")', () => {
 
 describe('a mailed reset link on an account whose address was never verified (pre-hijacked accounts)', () => {
   let world: FlowWorld;
-  let deps: AccountDeps & { readonly passwords: FlowWorld['passwords'] };
+  let deps: SignUpDeps & { readonly passwords: FlowWorld['passwords'] };
   let appId: string;
 
   before(async () => {
@@ -298,7 +298,7 @@ describe('a mailed reset link on an account whose address was never verified (pr
     const gus = await signedUp('gus', 'gus@example.com');
     const [created] = await world.store.events.list({ userId: gus.id, type: 'user.created', limit: 1 });
     const [verify] = await queuedMail(world, [created!]);
-    const verified = await verifySignUp(deps, new URL(String(verify!.values['link'])).searchParams.get('token')!);
+    const verified = await verifySignUp(deps, new URL(String(verify!.values['link'])).searchParams.get('token')!, gus);
     assert.equal(verified.kind, 'done');
     // The operator gives another address, unverified: theirs to vouch for, not whoever signed up.
     await updateUser(world.manage, 'gus', { email: 'gus@example.org' });

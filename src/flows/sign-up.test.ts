@@ -1,7 +1,7 @@
 /**
  * Self-service sign-up without HTTP or SMTP: with the link first (the default), the account is
- * made when the link mailed to the address is followed; with it later, at once and unverified
- * until then. The same answer whether the address has an account, its owner told instead;
+ * made when the link mailed to the address is followed; with it later, at once, its maker signed
+ * in, and unverified until the link is followed signed in as that account. The same answer whether the address has an account, its owner told instead;
  * the fields refused under the name the page shows; the budgets; a link used once, and one
  * whose username was taken while it waited. test/sign-up.test.ts follows the pages and mail.
  */
@@ -10,9 +10,10 @@ import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../core/crypto.ts';
 import { verifyPassword } from '../core/password.ts';
 import type { UserRecord } from '../store/types.ts';
-import { FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
+import { CookieJar, FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
 import type { MailMessage } from './mail/outbox.ts';
-import { SIGN_UP_KEYS, signUp, verifySignUp, type SignUpDeps, type SignUpInput } from './sign-up.ts';
+import { signedIn } from './session/session.ts';
+import { findSignUp, openSignUpLink, SIGN_UP_KEYS, signUp, verifySignUp, type SignUpDeps, type SignUpInput } from './sign-up.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const PER_ADDRESS = 6;
@@ -78,7 +79,8 @@ describe('sign-up, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
     const [verify] = await mailFor(world, 'signup.requested', 'grace.hopper');
     assert.deepEqual([verify?.kind, verify?.to.address], ['verify', fields.email]);
     const token = tokenOf(verify);
-    const done = await verifySignUp(deps, token);
+    // Nobody holds the account yet: the link is anyone's who has it, signed in or not.
+    const done = await verifySignUp(deps, token, null);
     assert.equal(done.kind, 'done');
     if (done.kind !== 'done') return;
     assert.deepEqual(
@@ -86,7 +88,7 @@ describe('sign-up, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
       ['grace.hopper', fields.email, true, '/authorize?client_id=x'],
     );
     assert.ok(await verifyPassword(PASSWORD, (await world.store.users.get(done.user.id))!.passwordHash));
-    assert.deepEqual(await verifySignUp(deps, token), { kind: 'invalid_link' }, 'once');
+    assert.deepEqual(await verifySignUp(deps, token, null), { kind: 'invalid_link' }, 'once');
   });
 
   it('answers the same for an address that has an account, and tells its owner how back in, not that someone signed up', async () => {
@@ -122,7 +124,7 @@ describe('sign-up, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
     await signUp(deps, fields);
     const token = tokenOf((await mailFor(world, 'signup.requested', 'quick'))[0]);
     await world.addUser({ username: 'quick' });
-    assert.deepEqual(await verifySignUp(deps, token), { kind: 'taken' });
+    assert.deepEqual(await verifySignUp(deps, token, null), { kind: 'taken' });
   });
 
   it(`counts each sign-up against its address, ${PER_EMAIL} an hour, under a counter that names no one, and its network address, ${PER_ADDRESS}, account or not`, async () => {
@@ -147,17 +149,17 @@ describe('sign-up, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
   it('makes one account of one link, whoever of several concurrent followers wins', async () => {
     await signUp(deps, input({ username: 'raced' }));
     const token = tokenOf((await mailFor(world, 'signup.requested', 'raced'))[0]);
-    const outcomes = await Promise.all(Array.from({ length: 4 }, () => verifySignUp(deps, token)));
+    const outcomes = await Promise.all(Array.from({ length: 4 }, () => verifySignUp(deps, token, null)));
     assert.deepEqual(outcomes.map((outcome) => outcome.kind).sort(), ['done', 'invalid_link', 'invalid_link', 'invalid_link']);
   });
 
   it('refuses a link made up, too long, or expired', async () => {
-    assert.deepEqual(await verifySignUp(deps, 'made-up'), { kind: 'invalid_link' });
-    assert.deepEqual(await verifySignUp(deps, 'x'.repeat(129)), { kind: 'invalid_link' });
+    assert.deepEqual(await verifySignUp(deps, 'made-up', null), { kind: 'invalid_link' });
+    assert.deepEqual(await verifySignUp(deps, 'x'.repeat(129), null), { kind: 'invalid_link' });
     await signUp(deps, input({ username: 'slow' }));
     const token = tokenOf((await mailFor(world, 'signup.requested', 'slow'))[0]);
     world.clock.advance(world.config.signUp.linkTtlSeconds * 1000);
-    assert.deepEqual(await verifySignUp(deps, token), { kind: 'invalid_link' });
+    assert.deepEqual(await verifySignUp(deps, token, null), { kind: 'invalid_link' });
     assert.equal(await world.store.users.findByUsername('slow'), null);
   });
 });
@@ -174,22 +176,49 @@ describe('sign-up, the link later (TESSERA_SIGN_UP_VERIFY=later)', () => {
   /** The account `username` signed up for, as the store has it. */
   const account = async (username: string): Promise<UserRecord> => (await world.store.users.findByUsername(username))!;
 
-  it('makes the account at once, its address unverified until the link is followed', async () => {
-    await signUp(deps, input({ username: 'hasty' }));
-    assert.equal((await account('hasty')).emailVerified, false);
+  it('makes the account at once, signs in the browser that made it, and verifies its address when the link is followed there', async () => {
+    const cookies = new CookieJar();
+    await signUp(deps, input({ username: 'hasty' }), { cookies, ip: '198.51.100.9', userAgent: 'TestBrowser/1.0', log: { warn: () => {} } });
+    const hasty = await account('hasty');
+    assert.equal(hasty.emailVerified, false);
+    const session = await signedIn(deps, { cookies });
+    assert.equal(session?.user.id, hasty.id, 'the maker is signed in');
+    assert.deepEqual(session?.session.amr, ['pwd'], 'by the password just chosen');
     const [verify] = await mailFor(world, 'user.created', 'hasty');
-    assert.equal((await verifySignUp(deps, tokenOf(verify))).kind, 'done');
+    assert.equal((await verifySignUp(deps, tokenOf(verify), session!.user)).kind, 'done');
     assert.equal((await account('hasty')).emailVerified, true);
+  });
+
+  it('refuses the link to anyone not signed in as its account, asking for that sign-in, and changes nothing (pre-hijacked accounts)', async () => {
+    // Someone signs up first with another person's address; the link goes to that person.
+    await signUp(deps, input({ username: 'mallory', email: 'victim@example.com' }));
+    const mallory = await account('mallory');
+    const victim = await world.addUser({ username: 'victim' });
+    const token = tokenOf((await mailFor(world, 'user.created', 'mallory'))[0]);
+    const signInFirst = (signedInAs: string | null) => ({ kind: 'sign-in', account: { username: 'mallory', locale: 'en' }, signedInAs });
+    assert.deepEqual(await openSignUpLink(deps, token, null), signInFirst(null), 'followed signed in as no one');
+    assert.deepEqual(await verifySignUp(deps, token, null), signInFirst(null));
+    assert.deepEqual(await openSignUpLink(deps, token, victim), signInFirst('victim'), 'followed signed in as the address’s owner');
+    assert.deepEqual(await verifySignUp(deps, token, victim), signInFirst('victim'));
+    assert.equal((await account('mallory')).emailVerified, false);
+    assert.equal((await account('mallory')).emailSelfAsserted, true, 'still self-asserted: a reset link mailed to it removes what was set up');
+    assert.ok(await findSignUp(deps, token), 'the link is not spent');
+    assert.deepEqual(
+      (await world.store.events.list({ userId: mallory.id, limit: 20 })).filter((event) => event.type === 'user.email_verified'),
+      [],
+    );
+    assert.equal((await openSignUpLink(deps, token, mallory)).kind, 'confirm', 'its own account may');
   });
 
   it('refuses the link once the account has another address, or is disabled, and leaves it unverified', async () => {
     await signUp(deps, input({ username: 'mover' }));
     const mover = await account('mover');
     await world.store.users.update(mover.id, { email: 'moved@example.com' }, world.clock.now() + 1);
-    assert.deepEqual(await verifySignUp(deps, tokenOf((await mailFor(world, 'user.created', 'mover'))[0])), { kind: 'invalid_link' });
+    assert.deepEqual(await verifySignUp(deps, tokenOf((await mailFor(world, 'user.created', 'mover'))[0]), mover), { kind: 'invalid_link' });
     await signUp(deps, input({ username: 'stopped' }));
-    await world.store.users.setDisabled((await account('stopped')).id, true);
-    assert.deepEqual(await verifySignUp(deps, tokenOf((await mailFor(world, 'user.created', 'stopped'))[0])), { kind: 'invalid_link' });
+    const stopped = await account('stopped');
+    await world.store.users.setDisabled(stopped.id, true);
+    assert.deepEqual(await verifySignUp(deps, tokenOf((await mailFor(world, 'user.created', 'stopped'))[0]), stopped), { kind: 'invalid_link' });
     assert.equal((await account('stopped')).emailVerified, false);
   });
 

@@ -4,17 +4,21 @@
  * mailed (its challenge answered and verified now, while the person is at the page) and waits
  * with the sign-up; the account is then made with it and no password. With TESSERA_SIGN_UP_VERIFY=first (the default) the account
  * is made only when the link mailed to the address is followed; with `later` it is made at
- * once, its `email_verified` false until the link is followed.
+ * once, and the browser that made it signed in to it, its `email_verified` false until the link
+ * is followed in a browser signed in as that account (flows/address-link.ts).
  *
  * Whether an address has an account already is never said: the page after the form is the
  * same, the work is the same (the budgets, the password hashed, one transaction with its
- * event), and the address that has an account is mailed a notice in place of a link. A taken
+ * event), and the address that has an account is mailed a notice in place of a link. (With
+ * `later`, the browser is signed in to the account made, or to none: whoever signed up learns
+ * no more than signing in with the account they asked for would tell them.) A taken
  * username is said to be taken: the person must choose another, and a username is no secret
  * (it is typed on the sign-in page). Each sign-up is charged to its network address and to
  * its e-mail address, whether it has an account or not.
  */
 import { randomUUID } from 'node:crypto';
 import type { Locale } from '../config/locales.ts';
+import { PASSWORD_ONLY, type AuthMethod } from '../core/auth-methods.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { SIGN_UP_VERIFY_PATH, FORGOT_PASSWORD_PATH } from '../core/endpoints.ts';
 import { countedAddress } from '../core/networks.ts';
@@ -22,12 +26,15 @@ import { normalizeUsername } from '../core/username.ts';
 import type { PasswordQueue } from '../core/password-queue.ts';
 import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
 import { DuplicateError, newUserRecord, type SignUpPasskey, type SignUpRecord, type Stores, type UserRecord } from '../store/types.ts';
+import { signInFirst, type Follower, type SignInFirst } from './address-link.ts';
 import { Attempt, isRefusal } from './attempts.ts';
 import { type RecordEvent, transactionWithEvents } from './events.ts';
 import { headerText, mailAddress } from './mail/outbox.ts';
 import { USERNAME } from './manage/users.ts';
 import { signUpRegistrationOptions, verifySignUpRegistration, type SignUpRegistrationResult } from './passkeys/registration.ts';
 import { passkeysAvailable } from './passkeys/relying-party.ts';
+import { beginSession, type Browser } from './session/session.ts';
+import type { FlowDeps } from './types.ts';
 import { NO_PASSWORD, passwordProblem, type AccountDeps } from './users.ts';
 
 const HOUR_MS = 60 * 60_000;
@@ -38,7 +45,8 @@ export const SIGN_UP_KEYS = {
   email: 'sign-up:email:',
 } as const;
 
-export type SignUpDeps = AccountDeps & { readonly passwords: Pick<PasswordQueue, 'hash' | 'retryAfterSeconds'> };
+/** `tokens`: a browser signed in at sign-up ends the session it had, and that session's apps are told (beginSession). */
+export type SignUpDeps = AccountDeps & Pick<FlowDeps, 'tokens'> & { readonly passwords: Pick<PasswordQueue, 'hash' | 'retryAfterSeconds'> };
 
 /** Whether the sign-up page is offered: open, and a way to send the link unless the account needs none first. */
 export function signUpOffered(deps: Pick<AccountDeps, 'config' | 'mail'>): boolean {
@@ -177,7 +185,12 @@ export async function addPasskey(
   });
 }
 
-export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<SignUpResult> {
+/**
+ * `browser`: where the form was posted from. With TESSERA_SIGN_UP_VERIFY=later the account made
+ * at once is its maker's, and this browser is signed in to it: its address is confirmed by the
+ * link followed in a browser signed in as the account (flows/address-link.ts), here in one step.
+ */
+export async function signUp(deps: SignUpDeps, input: SignUpInput, browser?: Browser): Promise<SignUpResult> {
   if (!signUpOffered(deps)) return { kind: 'closed' };
   const settings = deps.config.signUp;
   const fields = checked(deps, input);
@@ -221,8 +234,9 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
     usedAt: null,
   };
   const { mail } = deps;
+  let made: UserRecord | null;
   try {
-    await transactionWithEvents(deps, async (tx, record) => {
+    made = await transactionWithEvents(deps, async (tx, record): Promise<UserRecord | null> => {
       const asked = await record({ type: 'signup.requested', username, detail: { existing: existing.length > 0 } });
       const owner = existing[0];
       if (owner !== undefined) {
@@ -233,12 +247,12 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
           locale: input.locale,
           values: { username: owner.username, link: `${deps.config.issuer}${FORGOT_PASSWORD_PATH}` },
         });
-        return;
+        return null;
       }
       if (settings.verify === 'first') {
         await tx.signUps.create(pending);
         await mail!.queue(tx, asked, { kind: 'verify', to: { address: email, name }, locale: input.locale, values: { username, link, expiresAt } });
-        return;
+        return null;
       }
       // Usable at once; the address is verified when the link is followed.
       const user = newUserRecord({
@@ -260,6 +274,7 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
         await tx.signUps.create({ ...pending, userId: user.id });
         await mail.queue(tx, created, { kind: 'verify', to: { address: email, name }, locale: input.locale, values: { username, link, expiresAt } });
       }
+      return user;
     });
   } catch (error) {
     // The address became an account's between the look and the write: answered as when it was one
@@ -269,7 +284,16 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
     if (error instanceof DuplicateError) return { kind: 'taken' };
     throw error;
   }
+  // What the form proved: the password just chosen, or the passkey just made (its user
+  // verification is not kept from the registration: presence, one factor, as a passkey
+  // sign-in without it). A new account has no one-time codes to ask for.
+  if (made !== null && browser !== undefined) await beginSession(deps, browser, made, madeWith(passkey), { clientId: null });
   return { kind: 'sent', email };
+}
+
+function madeWith(passkey: SignUpPasskey | null): readonly AuthMethod[] {
+  if (passkey === null) return PASSWORD_ONLY;
+  return [passkey.deviceType === 'multiDevice' ? 'swk' : 'hwk', 'user'];
 }
 
 /** The live sign-up link `token` names, or null. */
@@ -282,16 +306,42 @@ export type VerifyResult =
   | { readonly kind: 'done'; readonly user: UserRecord; readonly returnTo: string }
   | { readonly kind: 'invalid_link' }
   /** Someone took the username while the link waited: the person signs up again. */
-  | { readonly kind: 'taken' };
+  | { readonly kind: 'taken' }
+  /** The account was made at once (`later`), and this browser is not signed in as it. */
+  | SignInFirst;
+
+/** A link of an account made at once can confirm its address while the account has it, and is enabled. */
+function stillFor(user: UserRecord | null, link: SignUpRecord): user is UserRecord {
+  return user !== null && !user.disabled && user.email?.toLowerCase() === link.email.toLowerCase();
+}
+
+export type SignUpLink = { readonly kind: 'confirm'; readonly link: SignUpRecord } | { readonly kind: 'invalid_link' } | SignInFirst;
 
 /**
- * Follows a sign-up link: exactly one caller uses it up (one conditional UPDATE), in the
- * transaction that makes the account (its address verified) or verifies the address of the
- * account made at once.
+ * What the link `token` offers a browser signed in as `follower`: its button, or the sign-in
+ * first. A link that makes the account (`first`) is anyone's who has it: the account is made
+ * with the address it was mailed to, and nobody holds it yet. A link of an account made at
+ * once (`later`) is its account's alone (flows/address-link.ts).
  */
-export async function verifySignUp(deps: AccountDeps, token: string): Promise<VerifyResult> {
+export async function openSignUpLink(deps: Pick<AccountDeps, 'store' | 'clock'>, token: string, follower: Follower): Promise<SignUpLink> {
   const found = await findSignUp(deps, token);
   if (found === null) return { kind: 'invalid_link' };
+  if (found.userId === null) return { kind: 'confirm', link: found };
+  const user = await deps.store.users.get(found.userId);
+  // The address changed since (this link verified the old one), or the account is disabled.
+  if (!stillFor(user, found)) return { kind: 'invalid_link' };
+  return signInFirst(user, follower) ?? { kind: 'confirm', link: found };
+}
+
+/**
+ * Follows a sign-up link, in a browser signed in as `follower` (openSignUpLink): exactly one
+ * caller uses it up (one conditional UPDATE), in the transaction that makes the account (its
+ * address verified) or verifies the address of the account made at once.
+ */
+export async function verifySignUp(deps: AccountDeps, token: string, follower: Follower): Promise<VerifyResult> {
+  const opened = await openSignUpLink(deps, token, follower);
+  if (opened.kind !== 'confirm') return opened;
+  const found = opened.link;
   try {
     return await transactionWithEvents(deps, async (tx, record): Promise<VerifyResult> => {
       const now = deps.clock.now();
@@ -299,8 +349,7 @@ export async function verifySignUp(deps: AccountDeps, token: string): Promise<Ve
       if (used === null) return { kind: 'invalid_link' };
       if (used.userId !== null) {
         const user = await tx.users.get(used.userId);
-        // The address changed since: this link verified the old one.
-        if (user === null || user.disabled || user.email?.toLowerCase() !== used.email.toLowerCase()) return { kind: 'invalid_link' };
+        if (!stillFor(user, used)) return { kind: 'invalid_link' };
         await tx.users.update(user.id, { emailVerified: true }, now);
         await record({ type: 'user.email_verified', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
         return { kind: 'done', user: { ...user, emailVerified: true }, returnTo: used.returnTo };

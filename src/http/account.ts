@@ -14,7 +14,7 @@ import type { ClientRecord } from '../store/types.ts';
 import { accountPage, type ActivityView } from '../ui/account.ts';
 import { emailChangeConfirmPage, emailChangeDonePage } from '../ui/pages.ts';
 import { accountReauthenticateMinutes } from '../flows/second-factor/policy.ts';
-import { emailChangeOffered, findEmailChange, pendingEmailChange, requestEmailChange, verifyEmailChange } from '../flows/email-change.ts';
+import { emailChangeOffered, openEmailChangeLink, pendingEmailChange, requestEmailChange, verifyEmailChange } from '../flows/email-change.ts';
 import type { MessageKey } from '../ui/i18n.ts';
 import type { BrowserRoutesOptions, SignedIn } from './browser-kit.ts';
 import {
@@ -28,7 +28,7 @@ import {
 } from '../core/endpoints.ts';
 import { accountSecurity, SECURITY_NOTICES, setUpReturn } from './second-factor.ts';
 import { rawForm } from './form.ts';
-import { browserOf, cookieNames, csrfToken } from './session.ts';
+import { browserOf, cookieNames, csrfToken, signedInUser } from './session.ts';
 
 /** How many of the person's own sign-ins and approvals the page shows. */
 const ACTIVITY_SHOWN = 10;
@@ -223,22 +223,29 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     }
   });
 
-  // The link mailed to a new address: it needs no sign-in (it may be opened on another
-  // device), only the link, which was sent to that address alone.
+  // The link mailed to a new address: the link, which was sent to that address alone, in a
+  // browser signed in as the account whose change it is (flows/address-link.ts). Anyone else,
+  // or no one, gets the sign-in page, which comes back here: on another device, the person
+  // signs in there first.
   if (emailChangeOffered(deps)) {
+    const follower = async (request: FastifyRequest) => (await signedInUser(deps, request))?.user ?? null;
+    const linkPath = (token: string) => `${EMAIL_CHANGE_VERIFY_PATH}?${new URLSearchParams({ token }).toString()}`;
+    const tokenOf = (raw: unknown) => (typeof raw === 'string' ? raw.slice(0, 256) : '');
+
     app.get(EMAIL_CHANGE_VERIFY_PATH, { config: { page: true } }, async (request, reply) => {
-      const raw = (request.query as RawParams)['token'];
-      const token = typeof raw === 'string' ? raw.slice(0, 256) : '';
-      const found = await findEmailChange(deps, token);
-      const ui = pages.ui(request, { user: found?.user.locale ?? undefined });
-      if (found === null) return pages.send(reply, 400, emailChangeDonePage(ui, { kind: 'invalid' }));
+      const token = tokenOf((request.query as RawParams)['token']);
+      const opened = await openEmailChangeLink(deps, token, await follower(request));
+      if (opened.kind === 'sign-in') return pages.signInFirst(request, reply, opened, linkPath(token));
+      const ui = pages.ui(request, { user: opened.kind === 'confirm' ? opened.user.locale : undefined });
+      if (opened.kind === 'invalid_link') return pages.send(reply, 400, emailChangeDonePage(ui, { kind: 'invalid' }));
       const csrf = csrfToken(deps.config, request, reply);
-      return pages.send(reply, 200, emailChangeConfirmPage(ui, { csrf, token, username: found.user.username, email: found.change.email }));
+      return pages.send(reply, 200, emailChangeConfirmPage(ui, { csrf, token, username: opened.user.username, email: opened.change.email }));
     });
 
     app.post(EMAIL_CHANGE_VERIFY_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
-      const raw = rawForm(request)['token'];
-      const result = await verifyEmailChange(forRequest(deps, request), typeof raw === 'string' ? raw.slice(0, 256) : '');
+      const token = tokenOf(rawForm(request)['token']);
+      const result = await verifyEmailChange(forRequest(deps, request), token, await follower(request));
+      if (result.kind === 'sign-in') return pages.signInFirst(request, reply, result, linkPath(token));
       const ui = pages.ui(request, { user: result.kind === 'done' ? result.user.locale : undefined });
       if (result.kind === 'invalid_link') return pages.send(reply, 400, emailChangeDonePage(ui, { kind: 'invalid' }));
       return pages.send(reply, 200, emailChangeDonePage(ui, { kind: 'done', username: result.user.username, email: result.email }));

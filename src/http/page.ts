@@ -1,3 +1,4 @@
+import type { SignInFirst } from '../flows/address-link.ts';
 import { signUpOffered } from '../flows/sign-up.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
@@ -34,6 +35,13 @@ export interface Pages {
    * instead, unless the page has something to say (an error, a notice).
    */
   signIn(request: FastifyRequest, reply: FastifyReply, status: number, view: SignInPageView, hints?: PageHints): Promise<FastifyReply>;
+  /**
+   * The sign-in page a link mailed for one account shows a browser not signed in as it
+   * (flows/address-link.ts): the account's username filled in, a notice saying whose the link
+   * is, and back to the link (`returnTo`) after. Followed (GET), a page like any sign-in's
+   * (200); posted, a refusal: 401 signed in as no one, 403 as someone else.
+   */
+  signInFirst(request: FastifyRequest, reply: FastifyReply, refusal: SignInFirst, returnTo: string): Promise<FastifyReply>;
   /**
    * The sign-in form a flow leads to; `client`: the app it continues to, named on the page
    * and carried through the sign-in to the events that record it; `hints`: the request's
@@ -107,6 +115,16 @@ export function pagesFor(deps: AppDeps): Pages {
     ui: (request, hints) => pageUi(site, request, hints),
     send,
     signIn,
+    signInFirst: (request, reply, { account, signedInAs }, returnTo) => {
+      const hints = { user: account.locale };
+      const { t } = pageUi(site, request, hints);
+      const notice =
+        signedInAs === null
+          ? t.text('signIn.addressLink', { username: account.username })
+          : t.text('signIn.addressLinkOther', { username: account.username, current: signedInAs });
+      const status = request.method === 'GET' ? 200 : signedInAs === null ? 401 : 403;
+      return signIn(request, reply, status, { returnTo, notice, username: account.username }, hints);
+    },
     signInFor: (request, reply, returnTo, client, hints) =>
       signIn(
         request,

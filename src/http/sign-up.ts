@@ -1,9 +1,9 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { INVITATION_PATH, SIGN_IN_PATH, SIGN_UP_PASSKEY_OPTIONS_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { findInvitation } from '../flows/invitation.ts';
 import {
-  findSignUp,
+  openSignUpLink,
   signUp,
   signUpOffered,
   signUpPasskeyOptions,
@@ -15,10 +15,11 @@ import {
 import { errorPage, signUpConfirmPage, signUpDonePage, signUpPage, signUpSentPage, type Ui } from '../ui/pages.ts';
 import { describeUserAgent } from '../ui/user-agent.ts';
 import { ceremonyBrowser } from './passkeys.ts';
+import type { Follower } from '../flows/address-link.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
-import { csrfToken, safeReturnTo } from './session.ts';
+import { browserOf, csrfToken, safeReturnTo, signedInUser } from './session.ts';
 
 function single(params: RawParams, name: string, max: number): string {
   const value = params[name];
@@ -105,7 +106,11 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const password = single(form, 'password', 2048);
     const ui = pages.ui(request);
     const passkey = passkeyAnswer(form, ceremonyBrowser(deps.config, request), request.headers['user-agent']);
-    const result = await signUp(forRequest(deps, request), { ...values, password, passkey, ip: request.ip, locale: ui.t.locale, returnTo });
+    const result = await signUp(
+      forRequest(deps, request),
+      { ...values, password, passkey, ip: request.ip, locale: ui.t.locale, returnTo },
+      browserOf(deps, request, reply),
+    );
     const again = (status: number, error: { field: 'username' | 'name' | 'email' | 'password' | null; text: string }) =>
       pages.send(reply, status, signUpPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, values, error, passkeys }));
     switch (result.kind) {
@@ -133,17 +138,24 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     }
   });
 
+  /** Who follows the link: the account this browser is signed in as (flows/address-link.ts). */
+  const follower = async (request: FastifyRequest): Promise<Follower> => (await signedInUser(deps, request))?.user ?? null;
+  /** The link itself, where a sign-in it asks for comes back to. */
+  const linkPath = (token: string) => `${SIGN_UP_VERIFY_PATH}?${new URLSearchParams({ token }).toString()}`;
+
   app.get(SIGN_UP_VERIFY_PATH, { config: { page: true } }, async (request, reply) => {
     const token = single(request.query as RawParams, 'token', 256);
-    const found = await findSignUp(deps, token);
-    const ui = pages.ui(request, { user: found?.locale ?? undefined });
-    if (found === null) return pages.send(reply, 400, signUpDonePage(ui, { kind: 'invalid' }));
-    return pages.send(reply, 200, signUpConfirmPage(ui, { csrf: csrfToken(deps.config, request, reply), token, username: found.username }));
+    const opened = await openSignUpLink(deps, token, await follower(request));
+    if (opened.kind === 'sign-in') return pages.signInFirst(request, reply, opened, linkPath(token));
+    const ui = pages.ui(request, { user: opened.kind === 'confirm' ? opened.link.locale : undefined });
+    if (opened.kind === 'invalid_link') return pages.send(reply, 400, signUpDonePage(ui, { kind: 'invalid' }));
+    return pages.send(reply, 200, signUpConfirmPage(ui, { csrf: csrfToken(deps.config, request, reply), token, username: opened.link.username }));
   });
 
   app.post(SIGN_UP_VERIFY_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const token = single(rawForm(request), 'token', 256);
-    const result = await verifySignUp(forRequest(deps, request), token);
+    const result = await verifySignUp(forRequest(deps, request), token, await follower(request));
+    if (result.kind === 'sign-in') return pages.signInFirst(request, reply, result, linkPath(token));
     const ui = pages.ui(request, { user: result.kind === 'done' ? result.user.locale : undefined });
     if (result.kind === 'invalid_link') return pages.send(reply, 400, signUpDonePage(ui, { kind: 'invalid' }));
     if (result.kind === 'taken') return pages.send(reply, 409, signUpDonePage(ui, { kind: 'taken' }));

@@ -451,6 +451,10 @@ const de: Catalogue = {
   'emailChange.invalid.title': 'Dieser Link kann nicht verwendet werden',
   'emailChange.invalid.text':
     'Er wurde bereits verwendet, ist abgelaufen, oder eine neuere Änderung hat ihn ersetzt. Fordern Sie die Änderung auf Ihrer Kontoseite erneut an.',
+  'signIn.addressLink':
+    'Dieser Link bestätigt eine E-Mail-Adresse für das Konto {username}. Melden Sie sich als {username} an, um ihn zu verwenden. Wenn dieses Konto nicht Ihres ist, verlassen Sie diese Seite: Es wird nichts bestätigt.',
+  'signIn.addressLinkOther':
+    'Sie sind als {current} angemeldet, aber dieser Link bestätigt eine E-Mail-Adresse für das Konto {username}. Melden Sie sich als {username} an, um ihn zu verwenden. Wenn dieses Konto nicht Ihres ist, verlassen Sie diese Seite: Es wird nichts bestätigt.',
   'account.password.none': 'Ihr Konto hat kein Passwort: Sie melden sich mit einem Passkey oder über einen anderen Dienst an.',
   'account.password.noneRecovery': 'Um eines festzulegen, verwenden Sie „Passwort vergessen?“ auf der Anmeldeseite: Ein Link wird an Ihre Adresse gesendet.',
 };

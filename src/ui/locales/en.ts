@@ -339,6 +339,10 @@ const en = {
   'emailChange.done.continue': 'Go to your account',
   'emailChange.invalid.title': 'This link cannot be used',
   'emailChange.invalid.text': 'It has already been used, it has expired, or a newer change replaced it. Ask for the change again on your account page.',
+  'signIn.addressLink':
+    'This link confirms an e-mail address for the account {username}. Sign in as {username} to use it. If that account is not yours, leave this page: nothing is confirmed.',
+  'signIn.addressLinkOther':
+    'You are signed in as {current}, but this link confirms an e-mail address for the account {username}. Sign in as {username} to use it. If that account is not yours, leave this page: nothing is confirmed.',
   'mail.greeting': 'Hello {name},',
   'mail.footer': 'This message was sent by {site}.',
   'mail.recovery.subject': 'Set a new password for {site}',

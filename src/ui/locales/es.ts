@@ -440,6 +440,10 @@ const es: Catalogue = {
   'emailChange.done.continue': 'Ir a tu cuenta',
   'emailChange.invalid.title': 'Este enlace no se puede usar',
   'emailChange.invalid.text': 'Ya se usó, caducó o lo sustituyó un cambio más reciente. Vuelve a pedir el cambio en la página de tu cuenta.',
+  'signIn.addressLink':
+    'Este enlace confirma una dirección de correo de la cuenta {username}. Inicia sesión como {username} para usarlo. Si esa cuenta no es tuya, sal de esta página: no se confirma nada.',
+  'signIn.addressLinkOther':
+    'Has iniciado sesión como {current}, pero este enlace confirma una dirección de correo de la cuenta {username}. Inicia sesión como {username} para usarlo. Si esa cuenta no es tuya, sal de esta página: no se confirma nada.',
   'account.password.none': 'Tu cuenta no tiene contraseña: inicias sesión con una llave de acceso o a través de otro servicio.',
   'account.password.noneRecovery': 'Para establecer una, usa «¿Olvidaste tu contraseña?» en la página de inicio de sesión: se envía un enlace a tu dirección.',
 };

@@ -445,6 +445,10 @@ const fr: Catalogue = {
   'emailChange.invalid.title': 'Ce lien ne peut pas être utilisé',
   'emailChange.invalid.text':
     'Il a déjà été utilisé, il a expiré, ou une demande plus récente l’a remplacé. Demandez de nouveau le changement sur la page de votre compte.',
+  'signIn.addressLink':
+    'Ce lien confirme une adresse e-mail du compte {username}. Connectez-vous en tant que {username} pour l’utiliser. Si ce compte n’est pas le vôtre, quittez cette page : rien n’est confirmé.',
+  'signIn.addressLinkOther':
+    'Vous êtes connecté en tant que {current}, mais ce lien confirme une adresse e-mail du compte {username}. Connectez-vous en tant que {username} pour l’utiliser. Si ce compte n’est pas le vôtre, quittez cette page : rien n’est confirmé.',
   'account.password.none': 'Votre compte n’a pas de mot de passe : vous vous connectez avec une clé d’accès, ou par un autre service.',
   'account.password.noneRecovery': 'Pour en définir un, utilisez « Mot de passe oublié ? » sur la page de connexion : un lien est envoyé à votre adresse.',
 };

@@ -433,6 +433,10 @@ const ptBR: Catalogue = {
   'emailChange.done.continue': 'Ir para sua conta',
   'emailChange.invalid.title': 'Este link não pode ser usado',
   'emailChange.invalid.text': 'Ele já foi usado, expirou ou foi substituído por uma alteração mais recente. Peça a alteração de novo na página da sua conta.',
+  'signIn.addressLink':
+    'Este link confirma um endereço de e-mail da conta {username}. Entre como {username} para usá-lo. Se essa conta não for sua, saia desta página: nada é confirmado.',
+  'signIn.addressLinkOther':
+    'Você está conectado como {current}, mas este link confirma um endereço de e-mail da conta {username}. Entre como {username} para usá-lo. Se essa conta não for sua, saia desta página: nada é confirmado.',
   'account.password.none': 'Sua conta não tem senha: você entra com uma chave de acesso ou por outro serviço.',
   'account.password.noneRecovery': 'Para definir uma, use “Esqueceu a senha?” na página de entrada: um link é enviado para o seu endereço.',
 };

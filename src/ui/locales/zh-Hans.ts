@@ -399,6 +399,9 @@ const zhHans: Catalogue = {
   'emailChange.done.continue': '前往你的账户',
   'emailChange.invalid.title': '此链接无法使用',
   'emailChange.invalid.text': '它已被使用、已过期，或已被更新的更改取代。请在你的账户页面重新申请更改。',
+  'signIn.addressLink': '此链接用于确认账户 {username} 的电子邮件地址。请以 {username} 登录后使用。如果这不是你的账户，请离开此页面：不会确认任何内容。',
+  'signIn.addressLinkOther':
+    '你当前登录为 {current}，但此链接用于确认账户 {username} 的电子邮件地址。请以 {username} 登录后使用。如果这不是你的账户，请离开此页面：不会确认任何内容。',
   'account.password.none': '你的账户没有密码：你使用通行密钥或通过其他服务登录。',
   'account.password.noneRecovery': '如需设置密码，请在登录页面使用“忘记密码？”：链接会发送到你的地址。',
 };

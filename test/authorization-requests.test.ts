@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type * as oidc from 'openid-client';
 import { MAX_HINT_LENGTH } from '../src/flows/authorization-code/request.ts';
+import { SIGN_IN_HINTED_FIELD } from '../src/flows/authorization-code/sign-in-asked.ts';
 import { FormBrowser, assertApprovalPage, assertSignInPage } from './helpers/browser.ts';
 import { REDIRECT_URI, type TestServer, type TestUser } from './helpers/server.ts';
 import { appConfig, authorizationAttempt, startWithApp, redeemAttempt } from './helpers/fixtures.ts';
@@ -138,7 +139,7 @@ describe('authorization requests as certification sends them', () => {
       assert.equal(tokens.claims()!.sub, user.id);
     });
 
-    it('signs in and comes back with a long hint: the hint is not carried past the sign-in', async () => {
+    it('signs in and comes back with a long hint: the ID token is not carried past the sign-in, the person it names is', async () => {
       const browser = new FormBrowser(server.url);
       const { idToken } = await signedIn();
       const attempt = await start({ id_token_hint: idToken, login_hint: 'l'.repeat(MAX_HINT_LENGTH) });
@@ -188,6 +189,74 @@ describe('authorization requests as certification sends them', () => {
       const { idToken: othersHint } = await signedIn(await server.addUser({ username: 'carl' }));
       const { browser } = await signedIn();
       assertSignInPage(await browser.follow(await browser.request((await start({ id_token_hint: othersHint })).url.href)));
+    });
+
+    /** The error `page` sends the browser to the client with: login_required with the attempt's state, and no code. */
+    function assertLoginRequired(
+      page: { readonly status: number; readonly location: string | null; readonly html: string },
+      attempt: { readonly state: string },
+    ) {
+      assert.equal(page.status, 303, page.html.slice(0, 300));
+      const location = new URL(page.location!);
+      assert.ok(location.href.startsWith(REDIRECT_URI), location.href);
+      assert.equal(location.searchParams.get('error'), 'login_required');
+      assert.match(location.searchParams.get('error_description') ?? '', /id_token_hint/);
+      assert.equal(location.searchParams.get('state'), attempt.state);
+      assert.equal(location.searchParams.get('code'), null);
+    }
+
+    it('issues a code from a signed-out browser only to the person the hint names: anyone else who signs in ends the request with login_required', async () => {
+      const dan = await server.addUser({ username: 'dan' });
+      const { idToken: hint } = await signedIn();
+      const attempt = await start({ id_token_hint: hint });
+      const browser = new FormBrowser(server.url);
+      assertLoginRequired(await browser.signIn(await browser.follow(await browser.request(attempt.url.href)), dan), attempt);
+
+      // The person it names, in a browser of their own: the sign-in page, then the approval.
+      const again = await start({ id_token_hint: hint });
+      const decided = await new FormBrowser(server.url).authorize(again.url.href, user);
+      const tokens = await redeemAttempt(config, again, decided.location!);
+      assert.equal(tokens.claims()!.sub, user.id);
+    });
+
+    it('asks a browser signed in as someone else to sign in once: the same person again is login_required, the person the hint names gets the code', async () => {
+      const eve = await server.addUser({ username: 'eve' });
+      const { browser } = await signedIn(eve);
+      const { idToken: hint } = await signedIn();
+      const attempt = await start({ id_token_hint: hint });
+      const page = await browser.follow(await browser.request(attempt.url.href));
+      assertSignInPage(page);
+      assertLoginRequired(await browser.signIn(page, eve), attempt);
+
+      const again = await start({ id_token_hint: hint });
+      const decided = await browser.authorize(again.url.href, user);
+      const tokens = await redeemAttempt(config, again, decided.location!);
+      assert.equal(tokens.claims()!.sub, user.id);
+    });
+
+    it(`never takes whom the hint names from the request: a ${SIGN_IN_HINTED_FIELD} the client sent is not carried to the address the sign-in returns to`, async () => {
+      const fay = await server.addUser({ username: 'fay' });
+      /** The address the sign-in page of `attempt`, in a signed-out browser, returns to, as the page shows it. */
+      const returnTo = async (attempt: { readonly url: URL }) => {
+        const browser = new FormBrowser(server.url);
+        const page = await browser.follow(await browser.request(attempt.url.href));
+        assertSignInPage(page);
+        return { browser, page, url: new URL(browser.form(page, '/login').fields['return_to']!, server.url) };
+      };
+
+      // With a hint, the person it names, not the one the client's field names.
+      const { idToken: hint } = await signedIn();
+      const hinted = await returnTo(await start({ id_token_hint: hint, [SIGN_IN_HINTED_FIELD]: fay.id }));
+      assert.deepEqual(hinted.url.searchParams.getAll(SIGN_IN_HINTED_FIELD), [user.id]);
+
+      // Without one, nobody: the field is dropped, and whoever signs in is answered as without it.
+      const attempt = await start({ prompt: 'consent', [SIGN_IN_HINTED_FIELD]: fay.id });
+      const unhinted = await returnTo(attempt);
+      assert.deepEqual(unhinted.url.searchParams.getAll(SIGN_IN_HINTED_FIELD), []);
+      const approval = await unhinted.browser.signIn(unhinted.page, user);
+      const decided = await unhinted.browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
+      const tokens = await redeemAttempt(config, attempt, decided.location!);
+      assert.equal(tokens.claims()!.sub, user.id);
     });
 
     it('refuses a hint issued to another client, or that is no ID token of this server, with invalid_request at the redirect URI', async () => {

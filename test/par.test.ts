@@ -157,6 +157,39 @@ describe('pushed authorization requests (RFC 9126)', () => {
     }
   });
 
+  it('ends with login_required, not the sign-in page again, when someone other than the person a pushed id_token_hint names signs in (OIDC Core §3.1.2.1)', async () => {
+    const first = await codeRequest('openid');
+    const callback = await approveAt(as, client, authorizeUrl(client.clientId, (await push(client, first.params)).request_uri), user, first.state);
+    const { id_token: hint } = await redeemedTokens(as, client, await redeemCode(as, client, callback, first), first);
+    const gus = await server.addUser({ username: 'gus' });
+    const browser = new FormBrowser(server.url);
+    await browser.signIn(await browser.follow(await browser.request('/login?return_to=%2Faccount')), gus);
+    // Later than Gus's sign-in: the test's clock stands still otherwise.
+    clock.advance(1000);
+    const request = await codeRequest('openid');
+    const url = authorizeUrl(client.clientId, (await push(client, { ...request.params, id_token_hint: hint! })).request_uri).href;
+    const page = await browser.follow(await browser.request(url));
+    assertSignInPage(page);
+    clock.advance(1000);
+    // The pushed request comes back from the sign-in still hinting at another person: ended, not asked again.
+    const refused = redirectedError(await browser.signIn(page, gus));
+    assert.equal(refused.get('error'), 'login_required');
+    assert.equal(refused.get('state'), request.state);
+    assert.equal(refused.get('code'), null);
+
+    const again = await codeRequest('openid');
+    const answered = await approveAt(
+      as,
+      client,
+      authorizeUrl(client.clientId, (await push(client, { ...again.params, id_token_hint: hint! })).request_uri),
+      user,
+      again.state,
+      browser,
+    );
+    const tokens = await redeemedTokens(as, client, await redeemCode(as, client, answered, again), again);
+    assert.equal(decodeJwt(tokens.id_token!).sub, user.id);
+  });
+
   it('answers bad pushed requests with JSON errors, never a redirect', async () => {
     const request = await codeRequest('openid');
     const auth = { authorization: basic(client.clientId, client.clientSecret) };

@@ -166,6 +166,42 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
     }
   });
 
+  it('ends with login_required, not the sign-in page again, when someone other than the person the id_token_hint of a signed request object names signs in (OIDC Core §3.1.2.1)', async () => {
+    const authorizeWith = async (claims: Record<string, unknown>) =>
+      `/oauth/authorize?${new URLSearchParams({ client_id: signing.clientId, request: await sign(claims) })}`;
+    const first = await requestClaims(signing, { prompt: 'consent' });
+    const issued = await new FormBrowser(server.url).authorize(await authorizeWith(first.claims), user);
+    const { id_token: hint } = await oidc.authorizationCodeGrant(signingConfig, new URL(issued.location!), {
+      pkceCodeVerifier: first.verifier,
+      expectedState: first.claims.state,
+      expectedNonce: first.claims.nonce,
+    });
+    const hal = await server.addUser({ username: 'hal' });
+    const browser = new FormBrowser(server.url);
+    await browser.signIn(await browser.follow(await browser.request('/login?return_to=%2Faccount')), hal);
+
+    const { claims } = await requestClaims(signing, { id_token_hint: hint });
+    const page = await browser.follow(await browser.request(await authorizeWith(claims)));
+    assertSignInPage(page);
+    // The request object comes back from the sign-in still hinting at another person: ended, not asked again.
+    const refused = await browser.signIn(page, hal);
+    assert.equal(refused.status, 303, refused.html.slice(0, 300));
+    const location = new URL(refused.location!);
+    assert.equal(`${location.origin}${location.pathname}`, REDIRECT_URI);
+    assert.equal(location.searchParams.get('error'), 'login_required');
+    assert.equal(location.searchParams.get('state'), claims.state);
+    assert.equal(location.searchParams.get('code'), null);
+
+    const again = await requestClaims(signing, { id_token_hint: hint, prompt: 'consent' });
+    const decided = await browser.authorize(await authorizeWith(again.claims), user);
+    const tokens = await oidc.authorizationCodeGrant(signingConfig, new URL(decided.location!), {
+      pkceCodeVerifier: again.verifier,
+      expectedState: again.claims.state,
+      expectedNonce: again.claims.nonce,
+    });
+    assert.equal(tokens.claims()!.sub, user.id);
+  });
+
   it('takes an unsigned request object (alg none) from a client registered with request_object_signing_alg none', async () => {
     const { claims } = await requestClaims(unsigned);
     const request = new UnsecuredJWT(claims).setIssuedAt().setExpirationTime('5m').encode();

@@ -5,8 +5,8 @@ import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { APPROVAL_MAC_FIELD, approvalFormMac, approvalFormMatches } from '../flows/authorization-code/approval-form.ts';
-import { asksNewSignIn, CONSENT_FORM_OMITS, nextStep, SIGN_IN_RETURN_OMITS } from '../flows/authorization-code/interaction.ts';
-import { SIGN_IN_ASKED_FIELD, signInAsked, signInAskedAt } from '../flows/authorization-code/sign-in-asked.ts';
+import { asksNewSignIn, CONSENT_FORM_OMITS, hintedSub, nextStep, SIGN_IN_RETURN_OMITS } from '../flows/authorization-code/interaction.ts';
+import { readSignInAsked, SIGN_IN_ASKED_FIELD, SIGN_IN_HINTED_FIELD, signInAsked } from '../flows/authorization-code/sign-in-asked.ts';
 import { approvalRefusal, assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { organizationChoice, organizationPolicy, organizationsToChoose } from '../flows/organizations/choice.ts';
 import {
@@ -115,9 +115,16 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
       requestParams = resolved.params;
     }
     // What sign-in returns to and the approval form posts: a pushed request goes on by its
-    // reference alone, and with when it asked for a sign-in.
+    // reference alone, and with when and for whom it asked for a sign-in.
     const carried: RawParams =
-      pushed === null ? params : { client_id: params['client_id'], request_uri: params['request_uri'], [SIGN_IN_ASKED_FIELD]: params[SIGN_IN_ASKED_FIELD] };
+      pushed === null
+        ? params
+        : {
+            client_id: params['client_id'],
+            request_uri: params['request_uri'],
+            [SIGN_IN_ASKED_FIELD]: params[SIGN_IN_ASKED_FIELD],
+            [SIGN_IN_HINTED_FIELD]: params[SIGN_IN_HINTED_FIELD],
+          };
     const check = await checkAuthorizationRequest(forAuthorizationRequest(deps, request), requestParams, pushed !== null, deps.config.par.required);
     if (check.kind === 'fatal') return sendError(request, reply, check.error);
     if (check.kind === 'redirect') return answerError(reply, check, check.error);
@@ -132,12 +139,12 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     const memberships = signedIn ? await deps.store.organizations.membershipsOf(signedIn.user.id) : [];
     const member = organizationPolicy(memberships);
     const refused = signedIn !== null && approvalRefusal(deps.config, authorization.client, signedIn.session, authorization.acrValues ?? null, member) !== null;
-    // Read only where it can count: a posted decision never asks for a sign-in again (nextStep).
-    const askedAt =
-      signedIn !== null && decision === null && carried[SIGN_IN_ASKED_FIELD] !== undefined
-        ? signInAskedAt(await askedSecret(), browserOf(), singleValues(carried))
-        : null;
-    let step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now(), askedAt, refused);
+    // Read only where it can count: a posted decision never asks for a sign-in again
+    // (nextStep), and its form's MAC binds it to the session the page was shown to, one the
+    // hint was checked against. Signed out too: the person it carries goes on to the next stamp.
+    const asked =
+      decision === null && carried[SIGN_IN_ASKED_FIELD] !== undefined ? readSignInAsked(await askedSecret(), browserOf(), singleValues(carried)) : null;
+    let step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now(), asked, refused);
     const choice =
       step.kind === 'approve' ? organizationChoice(memberships, approvalScope(authorization), postedOrganization, remembered?.organizationId) : null;
     if (step.kind === 'approve' && choice?.kind === 'choose') {
@@ -170,11 +177,17 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
         return answerError(reply, authorization, { code: step.error, description: step.description });
       case 'sign-in': {
         // After signing in, come back to the same request (a pushed request by its reference
-        // alone), with when it asked: a sign-in since answers it. That can go straight on to the
-        // client (a remembered approval), and browsers hold the redirects after a form post to
-        // its form-action.
+        // alone), with when it asked and whom the hint names: a sign-in since answers it, if it
+        // is theirs. That can go straight on to the client (a remembered approval), and browsers
+        // hold the redirects after a form post to its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        const returnTo = signInAsked(await askedSecret(), browserOf(), singleValues(carried, SIGN_IN_RETURN_OMITS), deps.clock.now());
+        const returnTo = signInAsked(
+          await askedSecret(),
+          browserOf(),
+          singleValues(carried, SIGN_IN_RETURN_OMITS),
+          deps.clock.now(),
+          hintedSub(authorization, asked),
+        );
         return pages.signInFor(request, reply, authorizeUrl(returnTo), authorization.client, {
           uiLocales,
           loginHint: typeof requestParams['login_hint'] === 'string' ? requestParams['login_hint'] : null,

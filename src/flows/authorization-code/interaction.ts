@@ -6,6 +6,7 @@
  */
 import type { GrantRecord, SessionRecord } from '../../store/types.ts';
 import { approvalScope, type AuthorizationRequest } from './request.ts';
+import type { SignInAsked } from './sign-in-asked.ts';
 
 export type NextStep<S> =
   /** OIDC Core §3.1.2.6: answered at the redirect URI, never with a page. */
@@ -24,10 +25,13 @@ export type NextStep<S> =
 
 /**
  * Left out of the address to come back to after the sign-in: the form's own fields, and the
- * hints of who should sign in (OIDC Core §3.1.2.1), which have served once the sign-in is done
- * and are the longest values a request may have, which would not fit that address. What asked
- * for the sign-in (`prompt`, `max_age`) stays: a sign-in made since answers it
- * (sign-in-asked.ts), as it must inside a request object or a pushed request.
+ * hints of who should sign in (OIDC Core §3.1.2.1), the longest values a request may have,
+ * which would not fit that address. `login_hint` has served once the sign-in page is shown;
+ * the person `id_token_hint` names must still be the one signed in after it, and comes back
+ * in its place, checked once by the request and carried under the stamp's MAC
+ * (sign-in-asked.ts `SIGN_IN_HINTED_FIELD`). What asked for the sign-in (`prompt`, `max_age`)
+ * stays: a sign-in made since answers it (sign-in-asked.ts), as it must inside a request object
+ * or a pushed request, which bring their own hints back too.
  */
 export const SIGN_IN_RETURN_OMITS: readonly string[] = ['csrf_token', 'decision', 'id_token_hint', 'login_hint'];
 
@@ -48,11 +52,22 @@ export function asksNewSignIn(request: Pick<AuthorizationRequest, 'prompt' | 'ma
 }
 
 /**
+ * The person the request's `id_token_hint` names (OIDC Core §3.1.2.1), whom the sign-in must
+ * be: the request's own hint (a request object or a pushed request brings it back from the
+ * sign-in), or else the one the address to come back to carried under a stamp that matched
+ * (`asked`), in place of the hint it leaves out; null when neither names anyone.
+ */
+export function hintedSub(request: Pick<AuthorizationRequest, 'hintedSub'>, asked: SignInAsked | null): string | null {
+  return request.hintedSub ?? asked?.hintedSub ?? null;
+}
+
+/**
  * The next step for `request`, given the browser's sign-in (null when signed out), the
  * user's remembered grant for the client (null when none), the person's decision on the
- * approval page (null when none was posted), when this request asked this browser for a
- * sign-in (sign-in-asked.ts `signInAskedAt`; null when it has not), and whether the sign-in
- * policy (second-factor/policy.ts `approvalRefusal`) refuses this sign-in for this request.
+ * approval page (null when none was posted), when and for whom this request asked this
+ * browser for a sign-in (sign-in-asked.ts `readSignInAsked`; null when it has not), and
+ * whether the sign-in policy (second-factor/policy.ts `approvalRefusal`) refuses this sign-in
+ * for this request.
  */
 export function nextStep<S extends { readonly session: SessionRecord }>(
   request: AuthorizationRequest,
@@ -60,7 +75,7 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   remembered: GrantRecord | null,
   decision: string | null,
   now: number,
-  signInAskedAt: number | null,
+  signInAsked: SignInAsked | null,
   refused = false,
 ): NextStep<S> {
   const session = signedIn?.session ?? null;
@@ -74,13 +89,14 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   // sign-in made after this request asked for one, and no other: the request comes back from
   // it still asking (a request object or a pushed request cannot be changed on the way), and a
   // request brought again without that sign-in asks again.
-  const signedInSinceAsked = session !== null && signInAskedAt !== null && session.authTime >= signInAskedAt;
+  const signedInSinceAsked = session !== null && signInAsked !== null && session.authTime >= signInAsked.at;
   const asksConsent = request.prompt.includes('consent');
   // OIDC Core §3.1.2.1 id_token_hint: "If the End-User identified by the ID Token is logged in
   // or is logged in by the request, then the Authorization Server returns a positive response;
   // otherwise, it SHOULD return an error, such as login_required." Subjects are public
   // (discovery's subject_types_supported), so the hint's sub is the person's id.
-  const someoneElse = session !== null && request.hintedSub != null && request.hintedSub !== session.userId;
+  const hinted = hintedSub(request, signInAsked);
+  const someoneElse = session !== null && hinted !== null && hinted !== session.userId;
   // RFC 6749 §10.2: repeated requests are not approved without the person "without
   // authenticating the client or relying on other measures to ensure that the repeated
   // request comes from the original client and not an impersonator". A confidential client
@@ -107,6 +123,13 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
     if (refused) return { kind: 'error', error: 'login_required', description: 'the request needs a stronger sign-in than the current one' };
     if (!covered) return { kind: 'error', error: 'consent_required', description: 'the user has not approved this request' };
     return { kind: 'approve', signedIn };
+  }
+  // id_token_hint: "otherwise, it SHOULD return an error, such as login_required". Someone
+  // else signed in is asked once to sign in as the person the hint names; a sign-in made since
+  // that is still not theirs ends the request (asked again, a request object or a pushed
+  // request, which come back from the sign-in still hinting, would ask for ever).
+  if (someoneElse && signedInSinceAsked) {
+    return { kind: 'error', error: 'login_required', description: 'the user who signed in is not the one id_token_hint names' };
   }
   // A new sign-in is not asked for again once they have signed in since the request asked
   // (but a max_age it has outlived still asks), nor once a decision is posted: the approval

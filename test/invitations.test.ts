@@ -7,19 +7,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
-import { FormBrowser } from './helpers/browser.ts';
+import { FormBrowser, pageText as text } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { clockAtStart } from './helpers/clock.ts';
 import { adminToken, appConfig, pkceRequest, startWithMail } from './helpers/fixtures.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
 import { closeAll, REDIRECT_URI, type TestClient, type TestServer } from './helpers/server.ts';
-
-const text = (html: string) =>
-  html
-    .replace(/<[^>]+>/g, ' ')
-    .replace(/&#39;/g, "'")
-    .replace(/\s+/g, ' ');
 
 function invitationLink(body: string | undefined): string {
   const link = /(https?:\/\/\S+\/invitation\?token=\S+)/.exec(body ?? '')?.[1];

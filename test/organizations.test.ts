@@ -11,18 +11,12 @@ import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
-import { assertApprovalPage, FormBrowser, type Page } from './helpers/browser.ts';
+import { assertApprovalPage, FormBrowser, type Page, pageText as text } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { BrowserAt, pollWhileTestRuns, QUICK_POLLS, startDevice } from './helpers/device.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { adminToken, appConfig, pkceRequest } from './helpers/fixtures.ts';
 import { startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
-
-const text = (html: string) =>
-  html
-    .replace(/<[^>]+>/g, ' ')
-    .replace(/&#39;/g, "'")
-    .replace(/\s+/g, ' ');
 
 /** Posts the approval form as a browser does: the one radio chosen (a browser sends the checked one alone). */
 async function decide(browser: FormBrowser, page: Page, values: Record<string, string>, action = '/oauth/authorize/decision'): Promise<Page> {

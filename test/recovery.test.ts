@@ -6,15 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { FormBrowser } from './helpers/browser.ts';
+import { FormBrowser, pageText as text } from './helpers/browser.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
-
-const text = (html: string) =>
-  html
-    .replace(/<[^>]+>/g, ' ')
-    .replace(/&#39;/g, "'")
-    .replace(/\s+/g, ' ');
 
 /** The reset link in a message's text part. */
 function linkIn(body: string | undefined): string {

@@ -158,6 +158,56 @@ export function assertSignInPage(page: Page): void {
   assert.match(page.html, /<button type="submit" class="primary">Sign in<\/button>/);
 }
 
+/** A page's words, as a person reads them: its tags gone, its spaces one. */
+export function pageText(html: string): string {
+  return html
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&#39;/g, "'")
+    .replace(/\s+/g, ' ');
+}
+
+/**
+ * A link mailed to confirm an address on the account `owner`, followed by `browser`, which is
+ * signed in as no one, then as `other` (pre-hijacked accounts, src/flows/address-link.ts):
+ * each time the sign-in page for `owner` with no button that confirms, and the confirmation
+ * posted to `verifyPath` anyway (the link's token, the browser's CSRF token) refused, 401 and
+ * then 403. Signing in there as `other` only comes back to the same page.
+ */
+export async function assertAddressLinkRefused(
+  browser: FormBrowser,
+  link: string,
+  verifyPath: string,
+  owner: string,
+  other: { username: string; password: string },
+): Promise<void> {
+  const token = new URL(link).searchParams.get('token')!;
+  const confirmation = (page: Page) => ({ form: { csrf_token: browser.form(page, '/login').fields['csrf_token']!, token } });
+  const shown = await browser.request(link);
+  assertSignInPage(shown);
+  assert.match(
+    pageText(shown.html),
+    new RegExp(
+      `This link confirms an e-mail address for the account ${owner}\\. Sign in as ${owner} to use it\\. If that account is not yours, leave this page: nothing is confirmed\\.`,
+    ),
+  );
+  assert.doesNotMatch(shown.html, new RegExp(`action="${verifyPath}"`));
+  const posted = await browser.request(verifyPath, confirmation(shown));
+  assert.equal(posted.status, 401);
+  assert.match(posted.html, /<form method="post" action="\/login">/);
+
+  await browser.signIn(await browser.request('/login?return_to=%2Faccount'), other);
+  const signedInAsOther = await browser.request(link);
+  assertSignInPage(signedInAsOther);
+  assert.match(
+    pageText(signedInAsOther.html),
+    new RegExp(`You are signed in as ${other.username}, but this link confirms an e-mail address for the account ${owner}\\. Sign in as ${owner} to use it\\.`),
+  );
+  assert.equal((await browser.request(verifyPath, confirmation(signedInAsOther))).status, 403);
+  const back = await browser.signIn(signedInAsOther, other);
+  assert.equal(back.url, link);
+  assertSignInPage(back);
+}
+
 /** An approval page: a form posting to `action` with a Deny and an Approve button. */
 export function assertApprovalPage(page: Page, action: string): void {
   assert.equal(page.status, 200, `expected the approval page, got ${page.status} ${page.location ?? ''} ${page.html.slice(0, 300)}`);

@@ -127,8 +127,13 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   // id_token_hint: "otherwise, it SHOULD return an error, such as login_required". Someone
   // else signed in is asked once to sign in as the person the hint names; a sign-in made since
   // that is still not theirs ends the request (asked again, a request object or a pushed
-  // request, which come back from the sign-in still hinting, would ask for ever).
-  if (someoneElse && signedInSinceAsked) {
+  // request, which come back from the sign-in still hinting, would ask for ever). "Since" is
+  // when the session began, not its auth_time: an upstream provider's sign-in carries the
+  // provider's own, which may be hours before the request, and the wrong person coming back
+  // from a provider whose session they already had would be asked again, for ever (with the
+  // provider as the only way in, a loop of redirects that needs no click).
+  const sessionBegunSinceAsked = session !== null && signInAsked !== null && session.createdAt >= signInAsked.at;
+  if (someoneElse && sessionBegunSinceAsked) {
     return { kind: 'error', error: 'login_required', description: 'the user who signed in is not the one id_token_hint names' };
   }
   // A new sign-in is not asked for again once they have signed in since the request asked

@@ -3,6 +3,7 @@
  * customer, each with its members and their roles, a verified e-mail domain that sends its
  * people's sign-in to its own upstream provider, and a sign-in policy of its own.
  */
+import type { OperatorRole } from '../core/scopes.ts';
 
 /** What a member may do in the organization: `owner` and `admin` manage it, `member` belongs. */
 export type OrganizationRole = 'owner' | 'admin' | 'member';
@@ -62,8 +63,8 @@ export interface OrganizationStore {
   /** Adds the person unless a member already (whose role stays): one statement; false when they were one. */
   join(member: OrganizationMemberRecord): Promise<boolean>;
   removeMember(organizationId: string, userId: string): Promise<boolean>;
-  /** The members, oldest first, with their usernames. */
-  members(organizationId: string): Promise<(OrganizationMemberRecord & { readonly username: string })[]>;
+  /** The members, oldest first, with their usernames and console roles (`UserRecord.role`). */
+  members(organizationId: string): Promise<(OrganizationMemberRecord & { readonly username: string; readonly consoleRole: OperatorRole | null })[]>;
   /** The person's memberships, by organization name. */
   membershipsOf(userId: string): Promise<Membership[]>;
 }

@@ -75,8 +75,14 @@ export function organizationsContract({
       await store.organizations.setMember({ organizationId: org.id, userId: user.id, role: 'member', createdAt: T0 });
       await store.organizations.setMember({ organizationId: org.id, userId: user.id, role: 'owner', createdAt: T0 + 5 });
       assert.deepEqual(await store.organizations.members(org.id), [
-        { organizationId: org.id, userId: user.id, role: 'owner', createdAt: T0, username: user.username },
+        { organizationId: org.id, userId: user.id, role: 'owner', createdAt: T0, username: user.username, consoleRole: null },
       ]);
+      // With the console role the person holds, read in the same statement (manage/organizations.ts checkMayChangeMembers).
+      assert.equal(await store.users.setRole(user.id, 'admin'), true);
+      assert.deepEqual(
+        (await store.organizations.members(org.id)).map((member) => member.consoleRole),
+        ['admin'],
+      );
       assert.deepEqual(await store.organizations.membershipsOf(user.id), [{ organization: org, role: 'owner' }]);
       assert.equal(await store.organizations.removeMember(org.id, user.id), true);
       assert.equal(await store.organizations.removeMember(org.id, user.id), false);

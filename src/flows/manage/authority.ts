@@ -105,7 +105,7 @@ export function checkMayChangeClient(caller: Caller, client: ClientRecord): void
 }
 
 /** A change to a person who holds a console role: only by a caller holding everything that role allows. */
-export function checkMayChangeUser(caller: Caller, user: UserRecord): void {
+export function checkMayChangeUser(caller: Caller, user: Pick<UserRecord, 'username' | 'role'>): void {
   if (!mayAssignRole(caller.scopes, user.role)) {
     throw forbidden`${user.username} is a console ${user.role ?? ''}: only a caller holding every scope that role allows may change their account, credentials or second factors`;
   }

@@ -145,8 +145,7 @@ export async function updateOrganization(deps: ManageDeps, idOrName: string, inp
  */
 async function checkMayChangeMembers(deps: ManageDeps, organization: OrganizationRecord): Promise<void> {
   for (const member of await deps.store.organizations.members(organization.id)) {
-    const user = await deps.store.users.get(member.userId);
-    if (user !== null) checkMayChangeUser(deps.caller, user);
+    checkMayChangeUser(deps.caller, { username: member.username, role: member.consoleRole });
   }
 }
 

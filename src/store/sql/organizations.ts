@@ -6,6 +6,7 @@ import type { ColumnReader, Row } from '../rows.ts';
 import { DuplicateError, type Stores } from '../types.ts';
 import { ORGANIZATION_ROLES, type OrganizationRecord } from '../organizations.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
+import { operatorRole } from './users.ts';
 
 export function organizationsStatements(_d: Dialect) {
   return {
@@ -34,7 +35,7 @@ export function organizationsStatements(_d: Dialect) {
       ON CONFLICT (organization_id, user_id) DO NOTHING`,
     removeOrganizationMember: 'DELETE FROM organization_members WHERE organization_id = :organizationId AND user_id = :userId',
     organizationMembers: `
-      SELECT m.*, u.username FROM organization_members m JOIN users u ON u.id = m.user_id
+      SELECT m.*, u.username, u.role AS console_role FROM organization_members m JOIN users u ON u.id = m.user_id
       WHERE m.organization_id = :organizationId ORDER BY m.created_at, u.username`,
     membershipsOf: `
       SELECT o.*, m.role AS member_role FROM organization_members m JOIN organizations o ON o.id = m.organization_id
@@ -97,6 +98,7 @@ export function organizationsStores(d: Dialect, q: Runner<keyof ReturnType<typeo
           role: rows.oneOf(ORGANIZATION_ROLES, 'role', rows.text(row, 'role')),
           createdAt: rows.integer(row, 'created_at'),
           username: rows.text(row, 'username'),
+          consoleRole: operatorRole(row, 'console_role'),
         })),
       membershipsOf: (userId) =>
         every('membershipsOf', { userId }, (row) => ({

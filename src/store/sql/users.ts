@@ -8,9 +8,10 @@ import { DuplicateError, type Stores, USER_PROFILE_TEXT_FIELDS, type UserRecord 
 import type { Address, LocalizedNames } from '../users.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
 
-function operatorRole(row: Row): OperatorRole | null {
-  const value = textOrNull(row, 'role');
-  if (value !== null && !isOperatorRole(value)) throw new CorruptRowError('role', 'an operator role', value);
+/** A person's console role (`users.role`), read from `column`; null for none. */
+export function operatorRole(row: Row, column = 'role'): OperatorRole | null {
+  const value = textOrNull(row, column);
+  if (value !== null && !isOperatorRole(value)) throw new CorruptRowError(column, 'an operator role', value);
   return value;
 }
 

@@ -198,6 +198,14 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
     }),
     'sign-up, sent': signUpSentPage(ui, { email: 'someone.with.a.long.name@example.com', hours: 24, returnTo: '/account', later: true }),
     'sign-up, confirm': signUpConfirmPage(ui, { csrf, token: 'x', username: 'ada' }),
+    'sign-up, confirm in another browser': signUpConfirmPage(ui, {
+      csrf,
+      token: 'x',
+      username: 'ada',
+      ask: 'password',
+      error: t.text('signUp.confirm.passwordWrong'),
+    }),
+    'sign-up, confirm a passkey sign-up in another browser': signUpConfirmPage(ui, { csrf, token: 'x', username: 'ada', ask: 'maker-browser' }),
     'sign-up, done': signUpDonePage(ui, { kind: 'done', username: 'ada', returnTo: '/login' }),
     'sign-up, taken': signUpDonePage(ui, { kind: 'taken' }),
     invitation: invitationPage(ui, {

@@ -5,14 +5,15 @@
  * then signs in. An answer made
  * for another account id, another origin or a used challenge makes nothing. Someone who signs
  * up first with another person's address and a passkey loses the passkey once that person sets
- * a password through the link mailed to the address (pre-hijacked accounts). The real browser
- * path is test/sign-up-passkey-browser.test.ts.
+ * a password through the link mailed to the address (pre-hijacked accounts). With the link
+ * first, the link is used only in the browser that signed up, where the passkey is. The real
+ * browser path is test/sign-up-passkey-browser.test.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { verifyPassword } from '../src/core/password.ts';
 import { assertOtherOriginSpendsChallenge, SoftwarePasskey } from './helpers/authenticator.ts';
-import { FormBrowser, type Page } from './helpers/browser.ts';
+import { FormBrowser, type Page, pageText } from './helpers/browser.ts';
 import { startWithMail } from './helpers/fixtures.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
 import { closeAll, type TestServer } from './helpers/server.ts';
@@ -167,5 +168,52 @@ describe('sign-up with a passkey', () => {
     const login = await again.follow(await again.request('/account'));
     const refused = await again.passkeySignIn(login, (challenge) => passkey.authenticate(challenge, server.url));
     assert.notEqual(refused.status, 303, "the attacker's passkey signs in no more");
+  });
+});
+
+describe('sign-up with a passkey, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
+  let smtp: TestSmtpServer;
+  let server: TestServer;
+
+  before(async () => {
+    ({ server, smtp } = await startWithMail({ issuerHost: 'localhost', env: { TESSERA_SIGN_UP: 'open', TESSERA_SIGN_UP_PER_EMAIL: '20' } }));
+  });
+  after(() => closeAll(server, smtp));
+
+  it('sends another browser back to the one that signed up, with no button, and makes the account there', async () => {
+    const laptop = new FormBrowser(server.url);
+    const form = await laptop.request('/sign-up');
+    const fields = { username: 'kit', name: 'Kit', email: 'kit@example.com' };
+    const csrf = laptop.form(form, '/sign-up').fields['csrf_token']!;
+    const asked = JSON.parse((await laptop.request('/sign-up/passkey/options', { form: { csrf_token: csrf, ...fields } })).html);
+    const passkey = new SoftwarePasskey();
+    assert.equal((await laptop.submit(form, '/sign-up', { ...fields, ...passkey.newAccountFields(asked, server.url) })).status, 200);
+    const link = /(http\S+\/sign-up\/verify\?token=\S+)/.exec((await smtp.next(1)).parsed.text ?? '')?.[1];
+    assert.ok(link);
+
+    // Another browser: the passkey is not there, so no button, and the page says where to open the link.
+    const phone = new FormBrowser(server.url);
+    const elsewhere = await phone.request(link);
+    assert.equal(elsewhere.status, 200);
+    assert.match(
+      pageText(elsewhere.html),
+      /The account kit is to be made with a passkey, which is kept on the device and in the browser where you signed up\. Open this link there to confirm it\./,
+    );
+    assert.doesNotMatch(elsewhere.html, /action="\/sign-up\/verify"/, 'no confirm button');
+    // A confirmation posted anyway makes nothing and leaves the link.
+    const phoneCsrf = phone.form(await phone.request('/sign-up'), '/sign-up').fields['csrf_token']!;
+    const token = new URL(link).searchParams.get('token')!;
+    const forced = await phone.request('/sign-up/verify', { form: { csrf_token: phoneCsrf, token, password: '' } });
+    assert.equal(forced.status, 403);
+    assert.match(pageText(forced.html), /Open this link there to confirm it\./);
+    assert.equal(await server.store.users.findByUsername('kit'), null);
+
+    // The browser that signed up: its button, one click, and the account has the passkey.
+    const confirm = await laptop.request(link);
+    assert.doesNotMatch(confirm.html, /type="password"/);
+    assert.equal((await laptop.submit(confirm, '/sign-up/verify', {})).status, 200);
+    const user = await server.store.users.findByUsername('kit');
+    assert.equal(user?.emailVerified, true);
+    assert.equal((await server.store.passkeys.listForUser(user!.id))[0]?.id, passkey.id);
   });
 });

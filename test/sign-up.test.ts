@@ -1,10 +1,12 @@
 /**
  * Sign-up's rules, through the pages as a browser posts them and a real SMTP server on
  * loopback: the account exists only once its link is followed, the link works once and
- * expires, an address that has an account gets the same page (and a notice, not a link),
- * budgets per network address and per e-mail address, the domain allow-list, a line break in a
- * name kept out of the message's headers, and TESSERA_SIGN_UP_VERIFY=later: the account made at
- * once and signed in, its link confirming it only in a browser signed in as that account.
+ * expires, in one click in the browser that signed up and elsewhere only with the password
+ * chosen at sign-up (a wrong one makes nothing and leaves the link: pre-hijacked accounts), an
+ * address that has an account gets the same page (and a notice, not a link), budgets per
+ * network address and per e-mail address, the domain allow-list, a line break in a name kept
+ * out of the message's headers, and TESSERA_SIGN_UP_VERIFY=later: the account made at once and
+ * signed in, its link confirming it only in a browser signed in as that account.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -43,6 +45,14 @@ function verifyLink(body: string | undefined): string {
   return link;
 }
 
+/** The link mailed to `address`, once it has arrived. */
+async function linkTo(smtp: TestSmtpServer, address: string): Promise<string> {
+  for (let count = 1; ; count++) {
+    const mail = await smtp.next(count);
+    if (mail.to.includes(address)) return verifyLink(mail.parsed.text);
+  }
+}
+
 describe('sign-up', () => {
   const clock = clockAtStart();
   let smtp: TestSmtpServer;
@@ -66,6 +76,7 @@ describe('sign-up', () => {
 
     const confirm = await browser.request(link);
     assert.equal(confirm.status, 200);
+    assert.doesNotMatch(confirm.html, /type="password"/, 'in the browser that signed up, one click: no password asked');
     assert.equal(await server.store.users.findByUsername('ada'), null, 'opening the link (a mail scanner) makes nothing');
     const done = await browser.submit(confirm, '/sign-up/verify', {});
     assert.equal(done.status, 200);
@@ -165,14 +176,6 @@ describe('sign-up with TESSERA_SIGN_UP_VERIFY=later', () => {
   });
   after(() => closeAll(server, smtp));
 
-  /** The link mailed to `address`, once it has arrived. */
-  async function linkTo(address: string): Promise<string> {
-    for (let count = 1; ; count++) {
-      const mail = await smtp.next(count);
-      if (mail.to.includes(address)) return verifyLink(mail.parsed.text);
-    }
-  }
-
   it('makes the account at once, signed in, its address unverified until the link is followed there, in one step', async () => {
     const { browser, answer } = await signUp(server, { username: 'quick', email: 'quick@example.com' });
     assert.match(text(answer.html), /You can sign in now/);
@@ -180,7 +183,7 @@ describe('sign-up with TESSERA_SIGN_UP_VERIFY=later', () => {
     const account = await browser.request('/account');
     assert.equal(account.status, 200, 'the browser that signed up is signed in');
     assert.match(text(account.html), /Your address is quick@example\.com ?\. It is not confirmed yet/);
-    const confirm = await browser.request(await linkTo('quick@example.com'));
+    const confirm = await browser.request(await linkTo(smtp, 'quick@example.com'));
     assert.match(text(confirm.html), /Confirm the account quick on Tessera\./);
     assert.equal((await browser.submit(confirm, '/sign-up/verify', {})).status, 200);
     assert.equal((await server.store.users.findByUsername('quick'))?.emailVerified, true);
@@ -188,7 +191,7 @@ describe('sign-up with TESSERA_SIGN_UP_VERIFY=later', () => {
 
   it('asks another device to sign in as the account first, then comes back to the link', async () => {
     await signUp(server, { username: 'roamer', email: 'roamer@example.com' });
-    const link = await linkTo('roamer@example.com');
+    const link = await linkTo(smtp, 'roamer@example.com');
     const phone = new FormBrowser(server.url);
     const signIn = await phone.request(link);
     assertSignInPage(signIn);
@@ -203,7 +206,7 @@ describe('sign-up with TESSERA_SIGN_UP_VERIFY=later', () => {
   it('does not let the owner of an address confirm it on an account someone else made with it (pre-hijacked accounts)', async () => {
     // Mallory signs up first with Lin's address: the account is made at once, unverified; the link goes to Lin.
     await signUp(server, { username: 'mallory', email: 'lin@example.com' });
-    const link = await linkTo('lin@example.com');
+    const link = await linkTo(smtp, 'lin@example.com');
     // Lin follows it signed in as no one, then signed in to an account of her own: each time the
     // sign-in page for mallory, and the confirmation posted anyway refused.
     const own = await server.addUser({ username: 'lin', email: 'lin@work.example' });
@@ -211,6 +214,64 @@ describe('sign-up with TESSERA_SIGN_UP_VERIFY=later', () => {
 
     const account = await server.store.users.findByUsername('mallory');
     assert.deepEqual([account?.emailVerified, account?.emailSelfAsserted], [false, true], 'a reset link mailed to Lin still removes what Mallory set up');
+  });
+});
+
+describe('sign-up, the link followed in another browser (TESSERA_SIGN_UP_VERIFY=first)', () => {
+  let smtp: TestSmtpServer;
+  let server: TestServer;
+
+  before(async () => {
+    smtp = await startSmtpServer();
+    server = await startTestServer({ env: env(smtp) });
+  });
+  after(() => closeAll(server, smtp));
+
+  it('asks for the password chosen at sign-up, and makes nothing of a wrong or empty one, the link still usable (pre-hijacked accounts)', async () => {
+    // Mallory signs up in her browser with Lin's address and a password of her own; the link goes to Lin.
+    await signUp(server, { username: 'mallory', email: 'lin@example.com', password: 'mallory knows this one' });
+    const link = await linkTo(smtp, 'lin@example.com');
+    // Lin follows it in her own browser: the button asks for the password chosen at sign-up, which she does not have.
+    const lin = new FormBrowser(server.url);
+    const confirm = await lin.request(link);
+    assert.equal(confirm.status, 200);
+    assert.match(
+      text(confirm.html),
+      /Confirm the account mallory on Tessera\. This is not the browser the account was asked for in\. To confirm it here, enter the password you chose when you signed up\. If you did not sign up, leave this page: no account is made\./,
+    );
+    assert.match(
+      confirm.html,
+      /<label for="password">The password you chose when you signed up<\/label>\s*<input type="password" id="password" name="password" autocomplete="current-password" required/,
+    );
+
+    const empty = await lin.submit(confirm, '/sign-up/verify', {});
+    assert.equal(empty.status, 400);
+    assert.match(text(empty.html), /Enter the password you chose when you signed up\./);
+    const wrong = await lin.submit(confirm, '/sign-up/verify', { password: 'lin tries one of her own' });
+    assert.equal(wrong.status, 400);
+    assert.match(text(wrong.html), /That is not the password chosen when signing up\. No account was made: try again\./);
+    assert.match(wrong.html, /aria-invalid="true" aria-describedby="confirm-error"/);
+    assert.equal(await server.store.users.findByUsername('mallory'), null, 'no account, verified or not');
+    assert.deepEqual(await server.store.users.findByEmail('lin@example.com'), []);
+
+    const again = await lin.request(link);
+    assert.equal(again.status, 200, 'the link is not spent');
+    assert.match(again.html, /name="password"/);
+  });
+
+  it('makes the account on another device given the password chosen at sign-up, its address verified, and it signs in', async () => {
+    await signUp(server, { username: 'nomad', email: 'nomad@example.org' });
+    const link = await linkTo(smtp, 'nomad@example.org');
+    const phone = new FormBrowser(server.url);
+    const confirm = await phone.request(link);
+    assert.match(confirm.html, /autocomplete="current-password"/);
+    const done = await phone.submit(confirm, '/sign-up/verify', { password: PASSWORD });
+    assert.equal(done.status, 200);
+    assert.match(text(done.html), /Your address is confirmed\. Sign in as nomad to continue\./);
+    const user = await server.store.users.findByUsername('nomad');
+    assert.deepEqual([user?.email, user?.emailVerified], ['nomad@example.org', true]);
+    assert.equal((await phone.request(link)).status, 400, 'used once');
+    await phone.signIn(await phone.request('/login?return_to=%2Faccount'), { username: 'nomad', password: PASSWORD });
   });
 });
 

@@ -974,7 +974,7 @@ export const SETTINGS = [
     shown: '`first`',
     accepts: '`first`, `later`',
     description:
-      '`first`: a new account exists only once its e-mail link is followed; `later`: it is made and usable at once, the browser that made it signed in to it, with `email_verified` false until the link (mailed when there is a mail server) is followed in a browser signed in as that account',
+      '`first`: a new account exists only once its e-mail link is followed, in one step in the browser that signed up; in another, only with the password chosen at sign-up (a passkey sign-up: only in the browser that signed up); `later`: it is made and usable at once, the browser that made it signed in to it, with `email_verified` false until the link (mailed when there is a mail server) is followed in a browser signed in as that account',
   },
   {
     name: 'TESSERA_SIGN_UP_DOMAINS',

@@ -270,27 +270,51 @@ export type CurrentPasswordCheck = { readonly kind: 'right' } | { readonly kind:
  * password without end. A wrong one counts as a wrong password for that username from that
  * address.
  */
-export async function checkCurrentPassword(
+export function checkCurrentPassword(
   deps: PasswordCheckDeps,
   user: UserRecord,
   attempt: { readonly password: string; readonly ip: string; readonly browser?: string | null },
 ): Promise<CurrentPasswordCheck> {
-  const result = await attemptPassword(
-    deps,
-    { ...attempt, username: user.username },
-    localCheck(deps, attempt.ip, async () => user),
-  );
+  return checkKnownPassword(deps, user, attempt, 'wrong_current_password');
+}
+
+/**
+ * The password chosen in a sign-up form, asked where the link that makes its account is
+ * followed in another browser (flows/address-link.ts `makerFirst`): checked as a sign-in is,
+ * under the username the account is to have, on the password queue and under the same limits,
+ * so that whoever follows someone else's link can guess no faster than at the sign-in form. A
+ * wrong one counts as a wrong password for that username from that address.
+ */
+export function checkChosenPassword(
+  deps: PasswordCheckDeps,
+  signUp: { readonly username: string; readonly passwordHash: string },
+  attempt: { readonly password: string; readonly ip: string },
+): Promise<CurrentPasswordCheck> {
+  return checkKnownPassword(deps, { id: null, ...signUp }, attempt, 'wrong_sign_up_password');
+}
+
+/** A password checked against one known hash (an account's, or a sign-up's waiting for its link) under the sign-in limits. */
+async function checkKnownPassword(
+  deps: PasswordCheckDeps,
+  holder: { readonly id: string | null; readonly username: string; readonly passwordHash: string },
+  attempt: { readonly password: string; readonly ip: string; readonly browser?: string | null },
+  reason: 'wrong_current_password' | 'wrong_sign_up_password',
+): Promise<CurrentPasswordCheck> {
+  const result = await attemptPassword(deps, { ...attempt, username: holder.username }, async (password, trusted) => {
+    const check = await deps.passwords.verify(password, holder.passwordHash, attempt.ip, { trusted });
+    return check.kind === 'busy' ? check : { kind: 'checked', matches: check.matches, found: holder };
+  });
   if (result.kind === 'busy') return result;
   if (result.kind === 'limited') {
     await deps.events.refused(
-      { type: 'signin.locked', userId: user.id, username: user.username, detail: { limit: result.scope } },
+      { type: 'signin.locked', userId: holder.id, username: holder.username, detail: { limit: result.scope } },
       result.refusal.limit.key,
       result.refusal.endsAt,
     );
     return { kind: 'limited', scope: result.scope, retryAfterSeconds: result.refusal.retryAfterSeconds };
   }
   if (!result.matches) {
-    await deps.events.emit({ type: 'signin.failed', userId: user.id, username: user.username, detail: { reason: 'wrong_current_password' } });
+    await deps.events.emit({ type: 'signin.failed', userId: holder.id, username: holder.username, detail: { reason } });
     return { kind: 'wrong' };
   }
   await result.reserved.succeeded();

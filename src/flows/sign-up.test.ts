@@ -1,6 +1,7 @@
 /**
  * Self-service sign-up without HTTP or SMTP: with the link first (the default), the account is
- * made when the link mailed to the address is followed; with it later, at once, its maker signed
+ * made when the link mailed to the address is followed, in the browser that signed up or
+ * elsewhere with the password chosen there, checked under the sign-in limits; with it later, at once, its maker signed
  * in, and unverified until the link is followed signed in as that account. The same answer whether the address has an account, its owner told instead;
  * the fields refused under the name the page shows; the budgets; a link used once, and one
  * whose username was taken while it waited. test/sign-up.test.ts follows the pages and mail.
@@ -13,9 +14,14 @@ import type { UserRecord } from '../store/types.ts';
 import { CookieJar, FLOW_ISSUER, flowWorld, queuedMail, type FlowWorld } from '../../test/helpers/flows.ts';
 import type { MailMessage } from './mail/outbox.ts';
 import { signedIn } from './session/session.ts';
+import type { PasswordCheckDeps } from './sign-in.ts';
 import { findSignUp, openSignUpLink, SIGN_UP_KEYS, signUp, verifySignUp, type SignUpDeps, type SignUpInput } from './sign-up.ts';
 
 const PASSWORD = 'correct horse battery staple';
+/** The browser the sign-up forms are posted from (a hash of its CSRF cookie), unless a test says another. */
+const SIGNED_UP_IN = hashSecret('the csrf cookie of the browser that signs up');
+/** The browser that signed up, following its own link: one step. */
+const THERE = { browser: SIGNED_UP_IN };
 const PER_ADDRESS = 6;
 const PER_EMAIL = 2;
 
@@ -32,12 +38,13 @@ function input(fields: Partial<SignUpInput> = {}): SignUpInput {
     ip: `198.51.100.${signUps % 250}`,
     locale: 'en',
     returnTo: '/account',
+    browser: SIGNED_UP_IN,
     ...fields,
   };
 }
 
 /** A world whose sign-up is open with `verify`, mail set up unless `mail` is false. */
-async function signUpWorld(verify: 'first' | 'later', env: Record<string, string> = {}): Promise<{ world: FlowWorld; deps: SignUpDeps }> {
+async function signUpWorld(verify: 'first' | 'later', env: Record<string, string> = {}): Promise<{ world: FlowWorld; deps: SignUpDeps & PasswordCheckDeps }> {
   const world = await flowWorld({
     TESSERA_SIGN_UP: 'open',
     TESSERA_SIGN_UP_VERIFY: verify,
@@ -65,7 +72,7 @@ function tokenOf(message: MailMessage | undefined): string {
 
 describe('sign-up, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
   let world: FlowWorld;
-  let deps: SignUpDeps;
+  let deps: SignUpDeps & PasswordCheckDeps;
 
   before(async () => {
     ({ world, deps } = await signUpWorld('first', { TESSERA_SIGN_UP_DOMAINS: 'example.com,example.org' }));
@@ -79,8 +86,8 @@ describe('sign-up, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
     const [verify] = await mailFor(world, 'signup.requested', 'grace.hopper');
     assert.deepEqual([verify?.kind, verify?.to.address], ['verify', fields.email]);
     const token = tokenOf(verify);
-    // Nobody holds the account yet: the link is anyone's who has it, signed in or not.
-    const done = await verifySignUp(deps, token, null);
+    // Nobody holds the account yet: in the browser that signed up, signed in or not, one step.
+    const done = await verifySignUp(deps, token, null, THERE);
     assert.equal(done.kind, 'done');
     if (done.kind !== 'done') return;
     assert.deepEqual(
@@ -88,7 +95,7 @@ describe('sign-up, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
       ['grace.hopper', fields.email, true, '/authorize?client_id=x'],
     );
     assert.ok(await verifyPassword(PASSWORD, (await world.store.users.get(done.user.id))!.passwordHash));
-    assert.deepEqual(await verifySignUp(deps, token, null), { kind: 'invalid_link' }, 'once');
+    assert.deepEqual(await verifySignUp(deps, token, null, THERE), { kind: 'invalid_link' }, 'once');
   });
 
   it('answers the same for an address that has an account, and tells its owner how back in, not that someone signed up', async () => {
@@ -124,7 +131,7 @@ describe('sign-up, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
     await signUp(deps, fields);
     const token = tokenOf((await mailFor(world, 'signup.requested', 'quick'))[0]);
     await world.addUser({ username: 'quick' });
-    assert.deepEqual(await verifySignUp(deps, token, null), { kind: 'taken' });
+    assert.deepEqual(await verifySignUp(deps, token, null, THERE), { kind: 'taken' });
   });
 
   it(`counts each sign-up against its address, ${PER_EMAIL} an hour, under a counter that names no one, and its network address, ${PER_ADDRESS}, account or not`, async () => {
@@ -149,24 +156,77 @@ describe('sign-up, the link first (TESSERA_SIGN_UP_VERIFY=first)', () => {
   it('makes one account of one link, whoever of several concurrent followers wins', async () => {
     await signUp(deps, input({ username: 'raced' }));
     const token = tokenOf((await mailFor(world, 'signup.requested', 'raced'))[0]);
-    const outcomes = await Promise.all(Array.from({ length: 4 }, () => verifySignUp(deps, token, null)));
+    const outcomes = await Promise.all(Array.from({ length: 4 }, () => verifySignUp(deps, token, null, THERE)));
     assert.deepEqual(outcomes.map((outcome) => outcome.kind).sort(), ['done', 'invalid_link', 'invalid_link', 'invalid_link']);
   });
 
   it('refuses a link made up, too long, or expired', async () => {
-    assert.deepEqual(await verifySignUp(deps, 'made-up', null), { kind: 'invalid_link' });
-    assert.deepEqual(await verifySignUp(deps, 'x'.repeat(129), null), { kind: 'invalid_link' });
+    assert.deepEqual(await verifySignUp(deps, 'made-up', null, THERE), { kind: 'invalid_link' });
+    assert.deepEqual(await verifySignUp(deps, 'x'.repeat(129), null, THERE), { kind: 'invalid_link' });
     await signUp(deps, input({ username: 'slow' }));
     const token = tokenOf((await mailFor(world, 'signup.requested', 'slow'))[0]);
     world.clock.advance(world.config.signUp.linkTtlSeconds * 1000);
-    assert.deepEqual(await verifySignUp(deps, token, null), { kind: 'invalid_link' });
+    assert.deepEqual(await verifySignUp(deps, token, null, THERE), { kind: 'invalid_link' });
     assert.equal(await world.store.users.findByUsername('slow'), null);
+  });
+
+  it('asks another browser for the password chosen in the form, and makes nothing of a wrong one, leaving the link (pre-hijacked accounts)', async () => {
+    // Mallory signs up in her browser with Lin's address and her own password; the link goes to Lin.
+    await signUp(deps, input({ username: 'mallory', email: 'lin@example.com', password: 'mallory chose this', browser: hashSecret('mallory’s browser') }));
+    const token = tokenOf((await mailFor(world, 'signup.requested', 'mallory'))[0]);
+    const lin = { browser: hashSecret('lin’s browser') };
+    const opened = await openSignUpLink(deps, token, null, lin);
+    assert.deepEqual([opened.kind, opened.kind === 'confirm' && opened.password], ['confirm', true], 'the button asks for the password');
+    const asked = { username: 'mallory', locale: 'en' };
+    assert.deepEqual(await verifySignUp(deps, token, null, lin), { kind: 'password', ...asked }, 'no password typed');
+    const typed = (password: string) => ({ ...lin, typed: { password, ip: '192.0.2.77' } });
+    assert.deepEqual(await verifySignUp(deps, token, null, typed('')), { kind: 'password', ...asked }, 'an empty one');
+    assert.deepEqual(await verifySignUp(deps, token, null, typed('lin guesses this')), { kind: 'wrong_password', ...asked });
+    assert.deepEqual(await verifySignUp(deps, token, null, { browser: null }), { kind: 'password', ...asked }, 'a browser with no cookie');
+    assert.equal(await world.store.users.findByUsername('mallory'), null, 'no account');
+    assert.ok(await findSignUp(deps, token), 'the link is not spent');
+    const failed = (await world.store.events.list({ limit: 50 })).filter((event) => event.type === 'signin.failed' && event.username === 'mallory');
+    assert.deepEqual(
+      failed.map((event) => event.detail['reason']),
+      ['wrong_sign_up_password'],
+      'the wrong one counted as a wrong password for that username, the empty one not at all',
+    );
+  });
+
+  it('makes the account in another browser given the password chosen in the form, charging each try to the network address', async () => {
+    await signUp(deps, input({ username: 'roaming', password: PASSWORD, browser: hashSecret('a laptop') }));
+    const token = tokenOf((await mailFor(world, 'signup.requested', 'roaming'))[0]);
+    const phone = (password: string) => ({ browser: hashSecret('a phone'), typed: { password, ip: '192.0.2.78' } });
+    assert.equal((await verifySignUp(deps, token, null, phone('not it at all'))).kind, 'wrong_password');
+    const counted = await world.store.rateLimits.listOpen('sign-in:ip:192.0.2.78', world.clock.now(), 10);
+    assert.deepEqual(
+      counted.map((window) => [window.key, window.hits]),
+      [['sign-in:ip:192.0.2.78', 1]],
+      'under the sign-in limit of the address',
+    );
+    const done = await verifySignUp(deps, token, null, phone(PASSWORD));
+    assert.equal(done.kind, 'done');
+    if (done.kind !== 'done') return;
+    assert.deepEqual([done.user.username, done.user.emailVerified], ['roaming', true]);
+    assert.deepEqual(await verifySignUp(deps, token, null, phone(PASSWORD)), { kind: 'invalid_link' }, 'once');
+  });
+
+  it('refuses the password from an address past the sign-in limit, unchecked, with when to try again', async () => {
+    await signUp(deps, input({ username: 'guessed', browser: hashSecret('the maker') }));
+    const token = tokenOf((await mailFor(world, 'signup.requested', 'guessed'))[0]);
+    const guess = (password: string) => verifySignUp(deps, token, null, { browser: hashSecret('a guesser'), typed: { password, ip: '192.0.2.79' } });
+    for (let i = 0; i < world.config.signIn.perUserAddress; i++) assert.equal((await guess(`guess number ${i}`)).kind, 'wrong_password');
+    const refused = await guess(PASSWORD);
+    assert.equal(refused.kind, 'limited');
+    if (refused.kind === 'limited') assert.ok(refused.retryAfterSeconds > 0);
+    assert.equal(await world.store.users.findByUsername('guessed'), null);
+    assert.equal((await verifySignUp(deps, token, null, { browser: hashSecret('the maker') })).kind, 'done', 'the browser that signed up is not held up');
   });
 });
 
 describe('sign-up, the link later (TESSERA_SIGN_UP_VERIFY=later)', () => {
   let world: FlowWorld;
-  let deps: SignUpDeps;
+  let deps: SignUpDeps & PasswordCheckDeps;
 
   before(async () => {
     ({ world, deps } = await signUpWorld('later'));

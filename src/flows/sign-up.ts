@@ -3,9 +3,10 @@
  * e-mail address and a passkey or a password. A passkey is registered before the link is
  * mailed (its challenge answered and verified now, while the person is at the page) and waits
  * with the sign-up; the account is then made with it and no password. With TESSERA_SIGN_UP_VERIFY=first (the default) the account
- * is made only when the link mailed to the address is followed; with `later` it is made at
- * once, and the browser that made it signed in to it, its `email_verified` false until the link
- * is followed in a browser signed in as that account (flows/address-link.ts).
+ * is made only when the link mailed to the address is followed, in the browser that signed up
+ * or, elsewhere, with the password chosen in the form (flows/address-link.ts); with `later` it
+ * is made at once, and the browser that made it signed in to it, its `email_verified` false
+ * until the link is followed in a browser signed in as that account.
  *
  * Whether an address has an account already is never said: the page after the form is the
  * same, the work is the same (the budgets, the password hashed, one transaction with its
@@ -26,7 +27,7 @@ import { normalizeUsername } from '../core/username.ts';
 import type { PasswordQueue } from '../core/password-queue.ts';
 import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
 import { DuplicateError, newUserRecord, type SignUpPasskey, type SignUpRecord, type Stores, type UserRecord } from '../store/types.ts';
-import { signInFirst, type Follower, type SignInFirst } from './address-link.ts';
+import { makerFirst, signInFirst, type Follower, type MakerFirst, type SignInFirst } from './address-link.ts';
 import { Attempt, isRefusal } from './attempts.ts';
 import { type RecordEvent, transactionWithEvents } from './events.ts';
 import { headerText, mailAddress } from './mail/outbox.ts';
@@ -34,6 +35,7 @@ import { USERNAME } from './manage/users.ts';
 import { signUpRegistrationOptions, verifySignUpRegistration, type SignUpRegistrationResult } from './passkeys/registration.ts';
 import { passkeysAvailable } from './passkeys/relying-party.ts';
 import { beginSession, type Browser } from './session/session.ts';
+import { checkChosenPassword, type Busy, type Limited, type PasswordCheckDeps } from './sign-in.ts';
 import type { FlowDeps } from './types.ts';
 import { NO_PASSWORD, passwordProblem, type AccountDeps } from './users.ts';
 
@@ -82,6 +84,12 @@ export interface SignUpInput {
   readonly locale: Locale;
   /** Where the person goes once the link is followed: a path on this server. */
   readonly returnTo: string;
+  /**
+   * The browser the form is posted from (a hash of its CSRF cookie, as `SignUpPasskeyAnswer.browser`):
+   * the link is used there in one step (flows/address-link.ts `makerFirst`). Absent: anywhere,
+   * the link asks for the password.
+   */
+  readonly browser?: string | undefined;
 }
 
 export type SignUpResult =
@@ -229,6 +237,7 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput, browser?: Bro
     passkey,
     locale: input.locale,
     returnTo: input.returnTo,
+    browser: input.browser ?? null,
     createdAt: now,
     expiresAt,
     usedAt: null,
@@ -302,46 +311,103 @@ export async function findSignUp(deps: Pick<AccountDeps, 'store' | 'clock'>, tok
   return deps.store.signUps.find(hashSecret(token), deps.clock.now());
 }
 
+/**
+ * The browser that follows a link that makes the account (`first`): which browser it is (a
+ * hash of its CSRF cookie, http/passkeys.ts `ceremonyBrowser`; null when it has none), and,
+ * where it is not the one that signed up, the password typed on the link's page and the
+ * network address it came from, which the check is charged to.
+ */
+export interface MakerProof {
+  readonly browser: string | null;
+  readonly typed?: { readonly password: string; readonly ip: string } | undefined;
+}
+
+/** A browser nobody knows: the link asks for the password, or, for a passkey, for the browser that signed up. */
+const UNKNOWN_BROWSER: MakerProof = { browser: null };
+
+/** The link makes an account and is followed in another browser (flows/address-link.ts `makerFirst`), for `username`. */
+export type ElsewhereFirst = MakerFirst & { readonly username: string; readonly locale: string | null };
+
 export type VerifyResult =
   | { readonly kind: 'done'; readonly user: UserRecord; readonly returnTo: string }
   | { readonly kind: 'invalid_link' }
   /** Someone took the username while the link waited: the person signs up again. */
   | { readonly kind: 'taken' }
   /** The account was made at once (`later`), and this browser is not signed in as it. */
-  | SignInFirst;
+  | SignInFirst
+  /** Another browser than the one that signed up, with no password (`password`) or a passkey sign-up. */
+  | ElsewhereFirst
+  /** The password typed is not the one chosen in the sign-up form: nothing is made, the link stays usable. */
+  | { readonly kind: 'wrong_password'; readonly username: string; readonly locale: string | null }
+  /** The password was not checked: too many wrong passwords, or no place on the password queue. */
+  | ((Limited | Busy) & { readonly username: string; readonly locale: string | null });
 
 /** A link of an account made at once can confirm its address while the account has it, and is enabled. */
 function stillFor(user: UserRecord | null, link: SignUpRecord): user is UserRecord {
   return user !== null && !user.disabled && user.email?.toLowerCase() === link.email.toLowerCase();
 }
 
-export type SignUpLink = { readonly kind: 'confirm'; readonly link: SignUpRecord } | { readonly kind: 'invalid_link' } | SignInFirst;
+/**
+ * `confirm`: its button, with `password` when the page asks for the password chosen in the
+ * sign-up form with it (another browser than the one that signed up).
+ */
+export type SignUpLink =
+  | { readonly kind: 'confirm'; readonly link: SignUpRecord; readonly password: boolean }
+  | { readonly kind: 'invalid_link' }
+  | SignInFirst
+  | (ElsewhereFirst & { readonly kind: 'maker-browser' });
 
 /**
- * What the link `token` offers a browser signed in as `follower`: its button, or the sign-in
- * first. A link that makes the account (`first`) is anyone's who has it: the account is made
- * with the address it was mailed to, and nobody holds it yet. A link of an account made at
- * once (`later`) is its account's alone (flows/address-link.ts).
+ * What the link `token` offers a browser signed in as `follower`, which is `maker.browser`:
+ * its button, or the sign-in first (flows/address-link.ts). A link that makes the account
+ * (`first`) is its maker's: in the browser that signed up, its button; in another, its button
+ * with the password chosen in the form; a passkey sign-up's, only in the browser that signed
+ * up. A link of an account made at once (`later`) is its account's alone.
  */
-export async function openSignUpLink(deps: Pick<AccountDeps, 'store' | 'clock'>, token: string, follower: Follower): Promise<SignUpLink> {
+export async function openSignUpLink(
+  deps: Pick<AccountDeps, 'store' | 'clock'>,
+  token: string,
+  follower: Follower,
+  maker: MakerProof = UNKNOWN_BROWSER,
+): Promise<SignUpLink> {
   const found = await findSignUp(deps, token);
   if (found === null) return { kind: 'invalid_link' };
-  if (found.userId === null) return { kind: 'confirm', link: found };
+  if (found.userId === null) {
+    const elsewhere = makerFirst(found, maker.browser);
+    if (elsewhere?.kind === 'maker-browser') return { kind: 'maker-browser', username: found.username, locale: found.locale };
+    return { kind: 'confirm', link: found, password: elsewhere !== null };
+  }
   const user = await deps.store.users.get(found.userId);
   // The address changed since (this link verified the old one), or the account is disabled.
   if (!stillFor(user, found)) return { kind: 'invalid_link' };
-  return signInFirst(user, follower) ?? { kind: 'confirm', link: found };
+  return signInFirst(user, follower) ?? { kind: 'confirm', link: found, password: false };
 }
 
 /**
- * Follows a sign-up link, in a browser signed in as `follower` (openSignUpLink): exactly one
- * caller uses it up (one conditional UPDATE), in the transaction that makes the account (its
- * address verified) or verifies the address of the account made at once.
+ * Follows a sign-up link, in a browser signed in as `follower`, which is `maker.browser`
+ * (openSignUpLink): exactly one caller uses it up (one conditional UPDATE), in the transaction
+ * that makes the account (its address verified) or verifies the address of the account made at
+ * once. Where the page asks for the password, it is checked first, as a sign-in is (the
+ * password queue, the guessing limits on the username to be and `maker.typed.ip`): a wrong one uses
+ * nothing up.
  */
-export async function verifySignUp(deps: AccountDeps, token: string, follower: Follower): Promise<VerifyResult> {
-  const opened = await openSignUpLink(deps, token, follower);
+export async function verifySignUp(
+  deps: AccountDeps & PasswordCheckDeps,
+  token: string,
+  follower: Follower,
+  maker: MakerProof = UNKNOWN_BROWSER,
+): Promise<VerifyResult> {
+  const opened = await openSignUpLink(deps, token, follower, maker);
   if (opened.kind !== 'confirm') return opened;
   const found = opened.link;
+  if (opened.password) {
+    const asked = { username: found.username, locale: found.locale };
+    // Nothing typed is no guess: said at once, counted against nothing.
+    if (maker.typed === undefined || maker.typed.password === '') return { kind: 'password', ...asked };
+    const check = await checkChosenPassword(deps, found, maker.typed);
+    if (check.kind === 'wrong') return { kind: 'wrong_password', ...asked };
+    if (check.kind !== 'right') return { ...check, ...asked };
+  }
   try {
     return await transactionWithEvents(deps, async (tx, record): Promise<VerifyResult> => {
       const now = deps.clock.now();

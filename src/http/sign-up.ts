@@ -108,7 +108,8 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const passkey = passkeyAnswer(form, ceremonyBrowser(deps.config, request), request.headers['user-agent']);
     const result = await signUp(
       forRequest(deps, request),
-      { ...values, password, passkey, ip: request.ip, locale: ui.t.locale, returnTo },
+      // The browser is kept with the sign-up: its link is used there in one step (flows/address-link.ts).
+      { ...values, password, passkey, ip: request.ip, locale: ui.t.locale, returnTo, browser: ceremonyBrowser(deps.config, request) },
       browserOf(deps, request, reply),
     );
     const again = (status: number, error: { field: 'username' | 'name' | 'email' | 'password' | null; text: string }) =>
@@ -143,22 +144,60 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
   /** The link itself, where a sign-in it asks for comes back to. */
   const linkPath = (token: string) => `${SIGN_UP_VERIFY_PATH}?${new URLSearchParams({ token }).toString()}`;
 
+  /** Which browser follows the link (a hash of its CSRF cookie): the one that signed up uses it in one step (flows/address-link.ts). */
+  const browser = (request: FastifyRequest) => ceremonyBrowser(deps.config, request);
+
   app.get(SIGN_UP_VERIFY_PATH, { config: { page: true } }, async (request, reply) => {
     const token = single(request.query as RawParams, 'token', 256);
-    const opened = await openSignUpLink(deps, token, await follower(request));
+    const opened = await openSignUpLink(deps, token, await follower(request), { browser: browser(request) });
     if (opened.kind === 'sign-in') return pages.signInFirst(request, reply, opened, linkPath(token));
-    const ui = pages.ui(request, { user: opened.kind === 'confirm' ? opened.link.locale : undefined });
+    const ui = pages.ui(request, { user: opened.kind === 'confirm' ? opened.link.locale : opened.kind === 'maker-browser' ? opened.locale : undefined });
     if (opened.kind === 'invalid_link') return pages.send(reply, 400, signUpDonePage(ui, { kind: 'invalid' }));
-    return pages.send(reply, 200, signUpConfirmPage(ui, { csrf: csrfToken(deps.config, request, reply), token, username: opened.link.username }));
+    const csrf = csrfToken(deps.config, request, reply);
+    if (opened.kind === 'maker-browser') return pages.send(reply, 200, signUpConfirmPage(ui, { csrf, token, username: opened.username, ask: 'maker-browser' }));
+    const ask = opened.password ? 'password' : undefined;
+    return pages.send(reply, 200, signUpConfirmPage(ui, { csrf, token, username: opened.link.username, ask }));
   });
 
   app.post(SIGN_UP_VERIFY_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
-    const token = single(rawForm(request), 'token', 256);
-    const result = await verifySignUp(forRequest(deps, request), token, await follower(request));
+    const form = rawForm(request);
+    const token = single(form, 'token', 256);
+    const typed = { password: single(form, 'password', 2048), ip: request.ip };
+    const result = await verifySignUp(forRequest(deps, request), token, await follower(request), { browser: browser(request), typed });
     if (result.kind === 'sign-in') return pages.signInFirst(request, reply, result, linkPath(token));
-    const ui = pages.ui(request, { user: result.kind === 'done' ? result.user.locale : undefined });
+    if (result.kind === 'limited' || result.kind === 'busy') reply.header('Retry-After', String(result.retryAfterSeconds));
+    const ui = pages.ui(request, { user: result.kind === 'done' ? result.user.locale : 'locale' in result ? result.locale : undefined });
     if (result.kind === 'invalid_link') return pages.send(reply, 400, signUpDonePage(ui, { kind: 'invalid' }));
     if (result.kind === 'taken') return pages.send(reply, 409, signUpDonePage(ui, { kind: 'taken' }));
+    if (result.kind !== 'done') {
+      // Nothing was made and the link is not spent: the page again, saying why.
+      const csrf = csrfToken(deps.config, request, reply);
+      const { t } = ui;
+      switch (result.kind) {
+        case 'maker-browser':
+          return pages.send(reply, 403, signUpConfirmPage(ui, { csrf, token, username: result.username, ask: 'maker-browser' }));
+        case 'password':
+          return pages.send(
+            reply,
+            400,
+            signUpConfirmPage(ui, { csrf, token, username: result.username, ask: 'password', error: t.text('signUp.confirm.passwordMissing') }),
+          );
+        case 'wrong_password':
+          return pages.send(
+            reply,
+            400,
+            signUpConfirmPage(ui, { csrf, token, username: result.username, ask: 'password', error: t.text('signUp.confirm.passwordWrong') }),
+          );
+        case 'limited':
+        case 'busy': {
+          const error =
+            result.kind === 'busy'
+              ? t.text('account.password.busy', { seconds: result.retryAfterSeconds })
+              : t.text('account.password.limited', { minutes: Math.ceil(result.retryAfterSeconds / 60) });
+          return pages.send(reply, 429, signUpConfirmPage(ui, { csrf, token, username: result.username, ask: 'password', error }));
+        }
+      }
+    }
     // Continue where the sign-up started: the app's request, through the sign-in page.
     const next = `${SIGN_IN_PATH}?${new URLSearchParams({ return_to: result.returnTo }).toString()}`;
     return pages.send(reply, 200, signUpDonePage(ui, { kind: 'done', username: result.user.username, returnTo: next }));

@@ -1568,6 +1568,20 @@ const samlAcsIndexes: Migration = {
   statements: [(t) => `ALTER TABLE saml_service_providers ADD COLUMN acs_indexes ${t.json}`],
 };
 
+/**
+ * Version 54 (the browser that signed up): the hash of the CSRF cookie of the browser a sign-up
+ * form was posted from. With TESSERA_SIGN_UP_VERIFY=first the link makes the account with the
+ * password or passkey that form chose, and whoever posted it may have typed someone else's
+ * address: followed in that browser the link is one step; anywhere else it asks for that
+ * password (flows/address-link.ts). Null for the sign-ups waiting from before, whose browser
+ * was not kept: their links ask for the password wherever they are followed.
+ */
+const signUpBrowsers: Migration = {
+  version: 54,
+  name: 'the browser that signed up',
+  statements: [(t) => `ALTER TABLE sign_ups ADD COLUMN browser ${t.text}`],
+};
+
 /** Every migration, oldest first. */
 export const migrations: readonly Migration[] = [
   initial,
@@ -1617,4 +1631,5 @@ export const migrations: readonly Migration[] = [
   selfAssertedEmails,
   samlIdpInitiated,
   samlAcsIndexes,
+  signUpBrowsers,
 ];

@@ -574,17 +574,49 @@ ${view.later ? html`<p>${t.html('signUp.sent.later')}</p>` : null}
   );
 }
 
-/** Where the mailed link leads: a button confirms, so that a mail scanner opening the link uses nothing up. */
-export function signUpConfirmPage(ui: Ui, view: { readonly csrf: string; readonly token: string; readonly username: string }): string {
+/**
+ * Where the sign-up link leads: a button makes the account, so that a mail scanner opening the
+ * link makes nothing. In another browser than the one that signed up (flows/address-link.ts
+ * `makerFirst`), the button asks for the password chosen in the form (`password`), or, for an
+ * account to be made with a passkey, the page sends the person back to that browser and has
+ * no button (`maker-browser`).
+ */
+export function signUpConfirmPage(
+  ui: Ui,
+  view: {
+    readonly csrf: string;
+    readonly token: string;
+    readonly username: string;
+    readonly ask?: 'password' | 'maker-browser' | undefined;
+    readonly error?: string | undefined;
+  },
+): string {
   const { site, t } = ui;
+  if (view.ask === 'maker-browser') {
+    return layout(
+      ui,
+      t.text('signUp.confirm.title'),
+      html`<h1>${t.html('signUp.confirm.title')}</h1>
+<p role="status">${t.html('signUp.confirm.makerBrowser', { username: view.username })}</p>`,
+    );
+  }
+  const password = view.ask === 'password';
   return layout(
     ui,
     t.text('signUp.confirm.title'),
     html`<h1>${t.html('signUp.confirm.title')}</h1>
 <p>${t.html('signUp.confirm.text', { username: view.username, site: site.name })}</p>
+${password ? html`<p>${t.html('signUp.confirm.password')}</p>` : null}
+${view.error ? html`<p class="alert error" role="alert" id="confirm-error">${view.error}</p>` : null}
 <form method="post" action="${SIGN_UP_VERIFY_PATH}">
 ${csrfField(view.csrf)}
 <input type="hidden" name="token" value="${view.token}">
+${
+  password
+    ? html`<label for="password">${t.html('signUp.confirm.passwordLabel')}</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required autofocus ${view.error ? html`aria-invalid="true" aria-describedby="confirm-error"` : null}>`
+    : null
+}
 <div class="actions"><button type="submit" class="primary">${t.html('signUp.confirm.submit')}</button></div>
 </form>`,
   );

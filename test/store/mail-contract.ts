@@ -131,15 +131,17 @@ export function mailContract({ store: current, unique }: MailContractHelpers): v
         passkey: null,
         locale: 'en',
         returnTo: '/account',
+        browser: 'hash-of-the-csrf-cookie',
         createdAt: T0,
         expiresAt: T0 + 60 * SECOND,
         usedAt: null,
       };
       await store.signUps.create(record);
-      assert.deepEqual(await store.signUps.find(tokenHash, T0 + SECOND), record);
+      assert.deepEqual(await store.signUps.find(tokenHash, T0 + SECOND), record, 'read back as written, the browser that signed up with it');
       assert.equal(await store.signUps.find(tokenHash, T0 + 60 * SECOND), null, 'expired');
       const [one, two] = await Promise.all([store.signUps.consume(tokenHash, T0 + SECOND), store.signUps.consume(tokenHash, T0 + SECOND)]);
       assert.equal([one, two].filter((taken) => taken !== null).length, 1);
+      assert.equal((one ?? two)?.browser, 'hash-of-the-csrf-cookie', 'the one that uses it up learns the browser too');
       assert.equal(await store.signUps.find(tokenHash, T0 + SECOND), null, 'used');
       const late = { ...record, tokenHash: unique('sign-up') };
       await store.signUps.create(late);
@@ -148,7 +150,7 @@ export function mailContract({ store: current, unique }: MailContractHelpers): v
       assert.equal(await store.signUps.find(late.tokenHash, T0), null, 'purged once expired');
     });
 
-    it('keeps a sign-up with a passkey, the passkey read back as written', async () => {
+    it('keeps a sign-up with a passkey, the passkey read back as written, and one with no browser (a sign-up from before version 54)', async () => {
       const store = current();
       const passkey = {
         id: unique('credential'),
@@ -170,6 +172,7 @@ export function mailContract({ store: current, unique }: MailContractHelpers): v
         passkey,
         locale: null,
         returnTo: '/account',
+        browser: null,
         createdAt: T0,
         expiresAt: T0 + 60 * SECOND,
         usedAt: null,

@@ -16,6 +16,7 @@ function signUpFromRow(row: Row, read: ColumnReader): SignUpRecord {
     passkey: row['passkey'] === null || row['passkey'] === undefined ? null : (read.object(row, 'passkey') as unknown as SignUpPasskey),
     locale: textOrNull(row, 'locale'),
     returnTo: text(row, 'return_to'),
+    browser: textOrNull(row, 'browser'),
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     usedAt: integerOrNull(row, 'used_at'),
@@ -25,8 +26,8 @@ function signUpFromRow(row: Row, read: ColumnReader): SignUpRecord {
 export function signUpsStatements(d: Dialect) {
   return {
     insertSignUp: `
-      INSERT INTO sign_ups (token_hash, user_id, username, name, email, password_hash, passkey, locale, return_to, created_at, expires_at, used_at)
-      VALUES (:tokenHash, :userId, :username, :name, :email, :passwordHash, :passkey, :locale, :returnTo, :createdAt, :expiresAt, :usedAt)`,
+      INSERT INTO sign_ups (token_hash, user_id, username, name, email, password_hash, passkey, locale, return_to, browser, created_at, expires_at, used_at)
+      VALUES (:tokenHash, :userId, :username, :name, :email, :passwordHash, :passkey, :locale, :returnTo, :browser, :createdAt, :expiresAt, :usedAt)`,
     getSignUp: 'SELECT * FROM sign_ups WHERE token_hash = :tokenHash AND used_at IS NULL AND expires_at > :now',
     consumeSignUp: `
       UPDATE sign_ups SET used_at = :now

@@ -281,6 +281,13 @@ const ar: Catalogue = {
   'signUp.confirm.title': 'تأكيد حسابك',
   'signUp.confirm.text': 'أكّد الحساب <strong>{username}</strong> على {site}.',
   'signUp.confirm.submit': 'تأكيد',
+  'signUp.confirm.password':
+    'هذا ليس المتصفح الذي طُلب فيه الحساب. لتأكيده هنا، أدخل كلمة المرور التي اخترتها عند التسجيل. إن لم تكن قد سجّلت، فغادر هذه الصفحة: لن يُنشأ أي حساب.',
+  'signUp.confirm.passwordLabel': 'كلمة المرور التي اخترتها عند التسجيل',
+  'signUp.confirm.passwordMissing': 'أدخل كلمة المرور التي اخترتها عند التسجيل.',
+  'signUp.confirm.passwordWrong': 'هذه ليست كلمة المرور التي اختيرت عند التسجيل. لم يُنشأ أي حساب: حاول مرة أخرى.',
+  'signUp.confirm.makerBrowser':
+    'سيُنشأ الحساب <strong>{username}</strong> بمفتاح مرور محفوظ على الجهاز وفي المتصفح اللذين سجّلت بهما. افتح هذا الرابط هناك لتأكيده. إن لم تكن قد سجّلت، فغادر هذه الصفحة: لن يُنشأ أي حساب.',
   'signUp.done.title': 'حسابك جاهز',
   'signUp.done.text': 'تم تأكيد عنوانك. سجّل الدخول باسم <strong>{username}</strong> للمتابعة.',
   'signUp.done.continue': 'متابعة',

@@ -296,6 +296,13 @@ const de: Catalogue = {
   'signUp.confirm.title': 'Konto bestätigen',
   'signUp.confirm.text': 'Bestätigen Sie das Konto <strong>{username}</strong> bei {site}.',
   'signUp.confirm.submit': 'Bestätigen',
+  'signUp.confirm.password':
+    'Dies ist nicht der Browser, in dem das Konto beantragt wurde. Um es hier zu bestätigen, geben Sie das Passwort ein, das Sie bei der Registrierung gewählt haben. Wenn Sie sich nicht registriert haben, verlassen Sie diese Seite: Es wird kein Konto angelegt.',
+  'signUp.confirm.passwordLabel': 'Das Passwort, das Sie bei der Registrierung gewählt haben',
+  'signUp.confirm.passwordMissing': 'Geben Sie das Passwort ein, das Sie bei der Registrierung gewählt haben.',
+  'signUp.confirm.passwordWrong': 'Das ist nicht das bei der Registrierung gewählte Passwort. Es wurde kein Konto angelegt: Versuchen Sie es erneut.',
+  'signUp.confirm.makerBrowser':
+    'Das Konto <strong>{username}</strong> wird mit einem Passkey angelegt, der auf dem Gerät und im Browser gespeichert ist, mit denen Sie sich registriert haben. Öffnen Sie diesen Link dort, um es zu bestätigen. Wenn Sie sich nicht registriert haben, verlassen Sie diese Seite: Es wird kein Konto angelegt.',
   'signUp.done.title': 'Ihr Konto ist bereit',
   'signUp.done.text': 'Ihre Adresse ist bestätigt. Melden Sie sich als <strong>{username}</strong> an, um fortzufahren.',
   'signUp.done.continue': 'Weiter',

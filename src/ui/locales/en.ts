@@ -307,6 +307,13 @@ const en = {
   'signUp.confirm.title': 'Confirm your account',
   'signUp.confirm.text': 'Confirm the account <strong>{username}</strong> on {site}.',
   'signUp.confirm.submit': 'Confirm',
+  'signUp.confirm.password':
+    'This is not the browser the account was asked for in. To confirm it here, enter the password you chose when you signed up. If you did not sign up, leave this page: no account is made.',
+  'signUp.confirm.passwordLabel': 'The password you chose when you signed up',
+  'signUp.confirm.passwordMissing': 'Enter the password you chose when you signed up.',
+  'signUp.confirm.passwordWrong': 'That is not the password chosen when signing up. No account was made: try again.',
+  'signUp.confirm.makerBrowser':
+    'The account <strong>{username}</strong> is to be made with a passkey, which is kept on the device and in the browser where you signed up. Open this link there to confirm it. If you did not sign up, leave this page: no account is made.',
   'signUp.done.title': 'Your account is ready',
   'signUp.done.text': 'Your address is confirmed. Sign in as <strong>{username}</strong> to continue.',
   'signUp.done.continue': 'Continue',

@@ -290,6 +290,13 @@ const es: Catalogue = {
   'signUp.confirm.title': 'Confirma tu cuenta',
   'signUp.confirm.text': 'Confirma la cuenta <strong>{username}</strong> en {site}.',
   'signUp.confirm.submit': 'Confirmar',
+  'signUp.confirm.password':
+    'Este no es el navegador en el que se pidió la cuenta. Para confirmarla aquí, escribe la contraseña que elegiste al registrarte. Si no te registraste, sal de esta página: no se crea ninguna cuenta.',
+  'signUp.confirm.passwordLabel': 'La contraseña que elegiste al registrarte',
+  'signUp.confirm.passwordMissing': 'Escribe la contraseña que elegiste al registrarte.',
+  'signUp.confirm.passwordWrong': 'Esa no es la contraseña elegida al registrarse. No se creó ninguna cuenta: inténtalo de nuevo.',
+  'signUp.confirm.makerBrowser':
+    'La cuenta <strong>{username}</strong> se creará con una llave de acceso, que se guarda en el dispositivo y en el navegador con los que te registraste. Abre este enlace allí para confirmarla. Si no te registraste, sal de esta página: no se crea ninguna cuenta.',
   'signUp.done.title': 'Tu cuenta está lista',
   'signUp.done.text': 'Tu dirección está confirmada. Inicia sesión como <strong>{username}</strong> para continuar.',
   'signUp.done.continue': 'Continuar',

@@ -293,6 +293,13 @@ const fr: Catalogue = {
   'signUp.confirm.title': 'Confirmer votre compte',
   'signUp.confirm.text': 'Confirmez le compte <strong>{username}</strong> sur {site}.',
   'signUp.confirm.submit': 'Confirmer',
+  'signUp.confirm.password':
+    'Ce n’est pas le navigateur dans lequel le compte a été demandé. Pour le confirmer ici, saisissez le mot de passe choisi lors de votre inscription. Si vous ne vous êtes pas inscrit, quittez cette page : aucun compte n’est créé.',
+  'signUp.confirm.passwordLabel': 'Le mot de passe choisi lors de votre inscription',
+  'signUp.confirm.passwordMissing': 'Saisissez le mot de passe choisi lors de votre inscription.',
+  'signUp.confirm.passwordWrong': 'Ce n’est pas le mot de passe choisi lors de l’inscription. Aucun compte n’a été créé : réessayez.',
+  'signUp.confirm.makerBrowser':
+    'Le compte <strong>{username}</strong> sera créé avec une clé d’accès, conservée sur l’appareil et dans le navigateur utilisés pour l’inscription. Ouvrez ce lien là-bas pour le confirmer. Si vous ne vous êtes pas inscrit, quittez cette page : aucun compte n’est créé.',
   'signUp.done.title': 'Votre compte est prêt',
   'signUp.done.text': 'Votre adresse est confirmée. Connectez-vous en tant que <strong>{username}</strong> pour continuer.',
   'signUp.done.continue': 'Continuer',

@@ -284,6 +284,13 @@ const ja: Catalogue = {
   'signUp.confirm.title': 'アカウントの確認',
   'signUp.confirm.text': '{site} のアカウント <strong>{username}</strong> を確認します。',
   'signUp.confirm.submit': '確認',
+  'signUp.confirm.password':
+    'このブラウザーは、アカウントを申し込んだブラウザーではありません。ここで確認するには、登録時に選んだパスワードを入力してください。登録していない場合は、このページを閉じてください。アカウントは作成されません。',
+  'signUp.confirm.passwordLabel': '登録時に選んだパスワード',
+  'signUp.confirm.passwordMissing': '登録時に選んだパスワードを入力してください。',
+  'signUp.confirm.passwordWrong': '登録時に選んだパスワードと一致しません。アカウントは作成されていません。もう一度お試しください。',
+  'signUp.confirm.makerBrowser':
+    'アカウント <strong>{username}</strong> はパスキーで作成されます。パスキーは登録に使ったデバイスとブラウザーに保存されています。確認するには、そちらでこのリンクを開いてください。登録していない場合は、このページを閉じてください。アカウントは作成されません。',
   'signUp.done.title': 'アカウントの準備ができました',
   'signUp.done.text': 'アドレスが確認されました。続けるには <strong>{username}</strong> としてサインインしてください。',
   'signUp.done.continue': '続ける',

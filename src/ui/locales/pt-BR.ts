@@ -289,6 +289,13 @@ const ptBR: Catalogue = {
   'signUp.confirm.title': 'Confirme sua conta',
   'signUp.confirm.text': 'Confirme a conta <strong>{username}</strong> em {site}.',
   'signUp.confirm.submit': 'Confirmar',
+  'signUp.confirm.password':
+    'Este não é o navegador em que a conta foi pedida. Para confirmá-la aqui, digite a senha que você escolheu ao se cadastrar. Se você não se cadastrou, saia desta página: nenhuma conta é criada.',
+  'signUp.confirm.passwordLabel': 'A senha que você escolheu ao se cadastrar',
+  'signUp.confirm.passwordMissing': 'Digite a senha que você escolheu ao se cadastrar.',
+  'signUp.confirm.passwordWrong': 'Essa não é a senha escolhida no cadastro. Nenhuma conta foi criada: tente de novo.',
+  'signUp.confirm.makerBrowser':
+    'A conta <strong>{username}</strong> será criada com uma chave de acesso, guardada no dispositivo e no navegador em que você se cadastrou. Abra este link lá para confirmá-la. Se você não se cadastrou, saia desta página: nenhuma conta é criada.',
   'signUp.done.title': 'Sua conta está pronta',
   'signUp.done.text': 'Seu endereço foi confirmado. Entre como <strong>{username}</strong> para continuar.',
   'signUp.done.continue': 'Continuar',

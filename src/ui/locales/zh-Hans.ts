@@ -264,6 +264,12 @@ const zhHans: Catalogue = {
   'signUp.confirm.title': '确认你的账户',
   'signUp.confirm.text': '确认 {site} 上的账户 <strong>{username}</strong>。',
   'signUp.confirm.submit': '确认',
+  'signUp.confirm.password': '这不是申请该账户时使用的浏览器。要在这里确认，请输入你注册时选择的密码。如果你没有注册，请离开此页面：不会创建任何账户。',
+  'signUp.confirm.passwordLabel': '你注册时选择的密码',
+  'signUp.confirm.passwordMissing': '请输入你注册时选择的密码。',
+  'signUp.confirm.passwordWrong': '这不是注册时选择的密码。没有创建账户：请重试。',
+  'signUp.confirm.makerBrowser':
+    '账户 <strong>{username}</strong> 将使用通行密钥创建，该密钥保存在你注册时使用的设备和浏览器中。请在那里打开此链接进行确认。如果你没有注册，请离开此页面：不会创建任何账户。',
   'signUp.done.title': '你的账户已就绪',
   'signUp.done.text': '你的地址已确认。请以 <strong>{username}</strong> 登录以继续。',
   'signUp.done.continue': '继续',

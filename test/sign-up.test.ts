@@ -227,6 +227,19 @@ describe('sign-up, the link followed in another browser (TESSERA_SIGN_UP_VERIFY=
   });
   after(() => closeAll(server, smtp));
 
+  it('keeps the one click for the browser that signed up after it restarts: its sign-up cookie outlives the CSRF cookie, which ends with the browser', async () => {
+    const { browser } = await signUp(server, { username: 'restarted', email: 'restarted@example.com' });
+    const link = await linkTo(smtp, 'restarted@example.com');
+    // A restart: the cookies that end with the browser are gone, the sign-up cookie (Max-Age) stays.
+    for (const name of [...browser.cookies.keys()]) if (name !== 'tessera_sign_up') browser.cookies.delete(name);
+    assert.ok(browser.cookies.has('tessera_sign_up'));
+    const confirm = await browser.request(link);
+    assert.doesNotMatch(confirm.html, /type="password"/, 'no password asked');
+    const done = await browser.submit(confirm, '/sign-up/verify', {});
+    assert.equal(done.status, 200);
+    assert.equal((await server.store.users.findByUsername('restarted'))?.emailVerified, true);
+  });
+
   it('asks for the password chosen at sign-up, and makes nothing of a wrong or empty one, the link still usable (pre-hijacked accounts)', async () => {
     // Mallory signs up in her browser with Lin's address and a password of her own; the link goes to Lin.
     await signUp(server, { username: 'mallory', email: 'lin@example.com', password: 'mallory knows this one' });

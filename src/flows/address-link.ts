@@ -60,9 +60,9 @@ export interface MakerFirst {
 }
 
 /**
- * Null when `browser` (a hash of the follower's CSRF cookie, http/passkeys.ts
- * `ceremonyBrowser`) is the one the sign-up form was posted from; otherwise, how the follower
- * shows they filled in that form.
+ * Null when `browser` (the hash of the follower's sign-up cookie, flows/session/cookies.ts
+ * `signUp`; null when it has none) is the one the sign-up form was posted from; otherwise, how
+ * the follower shows they filled in that form.
  */
 export function makerFirst(signUp: { readonly browser: string | null; readonly passkey: unknown }, browser: string | null): MakerFirst | null {
   if (signUp.browser !== null && browser !== null && digestsEqual(signUp.browser, browser)) return null;

@@ -1,4 +1,6 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config/index.ts';
+import { hashSecret, randomToken } from '../core/crypto.ts';
 import { INVITATION_PATH, SIGN_IN_PATH, SIGN_UP_PASSKEY_OPTIONS_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { findInvitation } from '../flows/invitation.ts';
@@ -16,10 +18,11 @@ import { errorPage, signUpConfirmPage, signUpDonePage, signUpPage, signUpSentPag
 import { describeUserAgent } from '../ui/user-agent.ts';
 import { ceremonyBrowser } from './passkeys.ts';
 import type { Follower } from '../flows/address-link.ts';
+import { cookieNames, usableCookie } from '../flows/session/cookies.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
-import { browserOf, csrfToken, safeReturnTo, signedInUser } from './session.ts';
+import { browserOf, cookiePort, csrfToken, safeReturnTo, signedInUser } from './session.ts';
 
 function single(params: RawParams, name: string, max: number): string {
   const value = params[name];
@@ -57,6 +60,19 @@ export function passkeyAnswer(form: RawParams, browser: string, userAgent: strin
  * account, and the page the mailed link leads to. Only with TESSERA_SIGN_UP=open: without it,
  * there are no such routes (with `invite`, one that leads an invitation's token to its page).
  */
+/**
+ * The hash of this browser's sign-up cookie (flows/session/cookies.ts `signUp`), kept with the
+ * sign-up it posts: made at its first sign-up, and renewed for as long as a link lives at each,
+ * so that every link it asked for in that time is used here in one step.
+ */
+function signUpBrowser(config: Config, request: FastifyRequest, reply: FastifyReply): string {
+  const name = cookieNames(config).signUp;
+  const existing = request.cookies[name];
+  const token = usableCookie(existing) ? existing : randomToken(32);
+  cookiePort(config, request, reply).set(name, token, config.signUp.linkTtlSeconds);
+  return hashSecret(token);
+}
+
 export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost, passkeyCeremony }) => {
   // TESSERA_SIGN_UP=invite: the sign-up page is an invitation's (http/invitation.ts), and
   // opens for a live invitation's token alone; anything else finds no page.
@@ -109,7 +125,7 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const result = await signUp(
       forRequest(deps, request),
       // The browser is kept with the sign-up: its link is used there in one step (flows/address-link.ts).
-      { ...values, password, passkey, ip: request.ip, locale: ui.t.locale, returnTo, browser: ceremonyBrowser(deps.config, request) },
+      { ...values, password, passkey, ip: request.ip, locale: ui.t.locale, returnTo, browser: signUpBrowser(deps.config, request, reply) },
       browserOf(deps, request, reply),
     );
     const again = (status: number, error: { field: 'username' | 'name' | 'email' | 'password' | null; text: string }) =>
@@ -144,8 +160,11 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
   /** The link itself, where a sign-in it asks for comes back to. */
   const linkPath = (token: string) => `${SIGN_UP_VERIFY_PATH}?${new URLSearchParams({ token }).toString()}`;
 
-  /** Which browser follows the link (a hash of its CSRF cookie): the one that signed up uses it in one step (flows/address-link.ts). */
-  const browser = (request: FastifyRequest) => ceremonyBrowser(deps.config, request);
+  /** Which browser follows the link (the hash of its sign-up cookie), or null: the one that signed up uses it in one step (flows/address-link.ts). */
+  const browser = (request: FastifyRequest) => {
+    const token = request.cookies[cookieNames(deps.config).signUp];
+    return usableCookie(token) ? hashSecret(token) : null;
+  };
 
   app.get(SIGN_UP_VERIFY_PATH, { config: { page: true } }, async (request, reply) => {
     const token = single(request.query as RawParams, 'token', 256);

@@ -32,6 +32,13 @@ export interface CookieNames {
    * browser that left can finish it (RFC 6749 §10.12, RFC 9700 §4.7.1).
    */
   readonly upstream: string;
+  /**
+   * The browser that filled in a sign-up form: a random token whose hash each sign-up it posts
+   * keeps, so that the link mailed for it is used there in one step (flows/address-link.ts
+   * `makerFirst`). It lives as long as a link (TESSERA_SIGN_UP_LINK_TTL), not until the
+   * browser closes as the CSRF cookie does: the mail is often read after a restart.
+   */
+  readonly signUp: string;
 }
 
 /**
@@ -46,6 +53,7 @@ export function cookieNames(config: Pick<Config, 'issuer'>): CookieNames {
     csrf: `${prefix}tessera_csrf`,
     knownBrowser: `${prefix}tessera_browser`,
     upstream: `${prefix}tessera_upstream`,
+    signUp: `${prefix}tessera_sign_up`,
   };
 }
 

@@ -185,7 +185,11 @@ describe('sign-up with TESSERA_SIGN_UP_VERIFY=later', () => {
     assert.match(text(account.html), /Your address is quick@example\.com ?\. It is not confirmed yet/);
     const confirm = await browser.request(await linkTo(smtp, 'quick@example.com'));
     assert.match(text(confirm.html), /Confirm the account quick on Tessera\./);
-    assert.equal((await browser.submit(confirm, '/sign-up/verify', {})).status, 200);
+    const done = await browser.submit(confirm, '/sign-up/verify', {});
+    assert.equal(done.status, 200);
+    // Signed in already: the page does not ask for a sign-in, and its button goes on.
+    assert.match(text(done.html), /Your address is confirmed\. ?Continue/);
+    assert.doesNotMatch(text(done.html), /Sign in as/);
     assert.equal((await server.store.users.findByUsername('quick'))?.emailVerified, true);
   });
 

@@ -329,7 +329,8 @@ const UNKNOWN_BROWSER: MakerProof = { browser: null };
 export type ElsewhereFirst = MakerFirst & { readonly username: string; readonly locale: string | null };
 
 export type VerifyResult =
-  | { readonly kind: 'done'; readonly user: UserRecord; readonly returnTo: string }
+  /** `signedIn`: the address of an account made at once, confirmed by the browser signed in as it; otherwise the account was just made, and is signed in to next. */
+  | { readonly kind: 'done'; readonly user: UserRecord; readonly returnTo: string; readonly signedIn: boolean }
   | { readonly kind: 'invalid_link' }
   /** Someone took the username while the link waited: the person signs up again. */
   | { readonly kind: 'taken' }
@@ -418,7 +419,7 @@ export async function verifySignUp(
         if (!stillFor(user, used)) return { kind: 'invalid_link' };
         await tx.users.update(user.id, { emailVerified: true }, now);
         await record({ type: 'user.email_verified', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
-        return { kind: 'done', user: { ...user, emailVerified: true }, returnTo: used.returnTo };
+        return { kind: 'done', user: { ...user, emailVerified: true }, returnTo: used.returnTo, signedIn: true };
       }
       const user = newUserRecord({
         // A passkey's user handle is the account's id (WebAuthn Level 3 §5.4.3): the one it was made for.
@@ -435,7 +436,7 @@ export async function verifySignUp(
       await record({ type: 'user.created', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
       if (used.passkey !== null) await addPasskey(tx, record, user, used.passkey, now);
       await record({ type: 'user.email_verified', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
-      return { kind: 'done', user, returnTo: used.returnTo };
+      return { kind: 'done', user, returnTo: used.returnTo, signedIn: false };
     });
   } catch (error) {
     if (error instanceof DuplicateError) return { kind: 'taken' };

@@ -219,6 +219,6 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     }
     // Continue where the sign-up started: the app's request, through the sign-in page.
     const next = `${SIGN_IN_PATH}?${new URLSearchParams({ return_to: result.returnTo }).toString()}`;
-    return pages.send(reply, 200, signUpDonePage(ui, { kind: 'done', username: result.user.username, returnTo: next }));
+    return pages.send(reply, 200, signUpDonePage(ui, { kind: 'done', username: result.user.username, returnTo: next, signedIn: result.signedIn }));
   });
 };

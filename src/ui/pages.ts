@@ -625,7 +625,9 @@ ${
 /** After the link: the account is ready; or the link cannot be used (`invalid`), or the username was taken meanwhile. */
 export function signUpDonePage(
   ui: Ui,
-  view: { readonly kind: 'done'; readonly username: string; readonly returnTo: string } | { readonly kind: 'invalid' | 'taken' },
+  view:
+    | { readonly kind: 'done'; readonly username: string; readonly returnTo: string; readonly signedIn?: boolean | undefined }
+    | { readonly kind: 'invalid' | 'taken' },
 ): string {
   const { t } = ui;
   if (view.kind === 'done') {
@@ -633,7 +635,7 @@ export function signUpDonePage(
       ui,
       t.text('signUp.done.title'),
       html`<h1>${t.html('signUp.done.title')}</h1>
-<p role="status">${t.html('signUp.done.text', { username: view.username })}</p>
+<p role="status">${view.signedIn ? t.html('signUp.done.confirmed') : t.html('signUp.done.text', { username: view.username })}</p>
 <p><a class="button" href="${view.returnTo}">${t.html('signUp.done.continue')}</a></p>`,
     );
   }

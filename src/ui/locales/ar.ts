@@ -290,6 +290,7 @@ const ar: Catalogue = {
     'سيُنشأ الحساب <strong>{username}</strong> بمفتاح مرور محفوظ على الجهاز وفي المتصفح اللذين سجّلت بهما. افتح هذا الرابط هناك لتأكيده. إن لم تكن قد سجّلت، فغادر هذه الصفحة: لن يُنشأ أي حساب.',
   'signUp.done.title': 'حسابك جاهز',
   'signUp.done.text': 'تم تأكيد عنوانك. سجّل الدخول باسم <strong>{username}</strong> للمتابعة.',
+  'signUp.done.confirmed': 'تم تأكيد عنوانك.',
   'signUp.done.continue': 'متابعة',
   'signUp.invalid.title': 'لا يمكن استخدام هذا الرابط',
   'signUp.invalid.text': 'سبق استخدامه أو انتهت صلاحيته. سجّل مرة أخرى.',

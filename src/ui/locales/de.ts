@@ -305,6 +305,7 @@ const de: Catalogue = {
     'Das Konto <strong>{username}</strong> wird mit einem Passkey angelegt, der auf dem Gerät und im Browser gespeichert ist, mit denen Sie sich registriert haben. Öffnen Sie diesen Link dort, um es zu bestätigen. Wenn Sie sich nicht registriert haben, verlassen Sie diese Seite: Es wird kein Konto angelegt.',
   'signUp.done.title': 'Ihr Konto ist bereit',
   'signUp.done.text': 'Ihre Adresse ist bestätigt. Melden Sie sich als <strong>{username}</strong> an, um fortzufahren.',
+  'signUp.done.confirmed': 'Ihre Adresse ist bestätigt.',
   'signUp.done.continue': 'Weiter',
   'signUp.invalid.title': 'Dieser Link kann nicht verwendet werden',
   'signUp.invalid.text': 'Er wurde bereits verwendet oder ist abgelaufen. Registrieren Sie sich erneut.',

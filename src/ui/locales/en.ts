@@ -316,6 +316,7 @@ const en = {
     'The account <strong>{username}</strong> is to be made with a passkey, which is kept on the device and in the browser where you signed up. Open this link there to confirm it. If you did not sign up, leave this page: no account is made.',
   'signUp.done.title': 'Your account is ready',
   'signUp.done.text': 'Your address is confirmed. Sign in as <strong>{username}</strong> to continue.',
+  'signUp.done.confirmed': 'Your address is confirmed.',
   'signUp.done.continue': 'Continue',
   'signUp.invalid.title': 'This link cannot be used',
   'signUp.invalid.text': 'It has already been used, or it has expired. Sign up again.',

@@ -299,6 +299,7 @@ const es: Catalogue = {
     'La cuenta <strong>{username}</strong> se creará con una llave de acceso, que se guarda en el dispositivo y en el navegador con los que te registraste. Abre este enlace allí para confirmarla. Si no te registraste, sal de esta página: no se crea ninguna cuenta.',
   'signUp.done.title': 'Tu cuenta está lista',
   'signUp.done.text': 'Tu dirección está confirmada. Inicia sesión como <strong>{username}</strong> para continuar.',
+  'signUp.done.confirmed': 'Tu dirección está confirmada.',
   'signUp.done.continue': 'Continuar',
   'signUp.invalid.title': 'Este enlace no se puede usar',
   'signUp.invalid.text': 'Ya se ha usado o ha caducado. Regístrate de nuevo.',

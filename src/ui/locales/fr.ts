@@ -302,6 +302,7 @@ const fr: Catalogue = {
     'Le compte <strong>{username}</strong> sera créé avec une clé d’accès, conservée sur l’appareil et dans le navigateur utilisés pour l’inscription. Ouvrez ce lien là-bas pour le confirmer. Si vous ne vous êtes pas inscrit, quittez cette page : aucun compte n’est créé.',
   'signUp.done.title': 'Votre compte est prêt',
   'signUp.done.text': 'Votre adresse est confirmée. Connectez-vous en tant que <strong>{username}</strong> pour continuer.',
+  'signUp.done.confirmed': 'Votre adresse est confirmée.',
   'signUp.done.continue': 'Continuer',
   'signUp.invalid.title': 'Ce lien ne peut pas être utilisé',
   'signUp.invalid.text': 'Il a déjà été utilisé, ou il a expiré. Inscrivez-vous à nouveau.',

@@ -293,6 +293,7 @@ const ja: Catalogue = {
     'アカウント <strong>{username}</strong> はパスキーで作成されます。パスキーは登録に使ったデバイスとブラウザーに保存されています。確認するには、そちらでこのリンクを開いてください。登録していない場合は、このページを閉じてください。アカウントは作成されません。',
   'signUp.done.title': 'アカウントの準備ができました',
   'signUp.done.text': 'アドレスが確認されました。続けるには <strong>{username}</strong> としてサインインしてください。',
+  'signUp.done.confirmed': 'アドレスが確認されました。',
   'signUp.done.continue': '続ける',
   'signUp.invalid.title': 'このリンクは使用できません',
   'signUp.invalid.text': 'すでに使用されたか、有効期限が切れています。もう一度登録してください。',

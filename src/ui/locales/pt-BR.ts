@@ -298,6 +298,7 @@ const ptBR: Catalogue = {
     'A conta <strong>{username}</strong> será criada com uma chave de acesso, guardada no dispositivo e no navegador em que você se cadastrou. Abra este link lá para confirmá-la. Se você não se cadastrou, saia desta página: nenhuma conta é criada.',
   'signUp.done.title': 'Sua conta está pronta',
   'signUp.done.text': 'Seu endereço foi confirmado. Entre como <strong>{username}</strong> para continuar.',
+  'signUp.done.confirmed': 'Seu endereço foi confirmado.',
   'signUp.done.continue': 'Continuar',
   'signUp.invalid.title': 'Este link não pode ser usado',
   'signUp.invalid.text': 'Ele já foi usado ou expirou. Cadastre-se de novo.',

@@ -272,6 +272,7 @@ const zhHans: Catalogue = {
     '账户 <strong>{username}</strong> 将使用通行密钥创建，该密钥保存在你注册时使用的设备和浏览器中。请在那里打开此链接进行确认。如果你没有注册，请离开此页面：不会创建任何账户。',
   'signUp.done.title': '你的账户已就绪',
   'signUp.done.text': '你的地址已确认。请以 <strong>{username}</strong> 登录以继续。',
+  'signUp.done.confirmed': '你的地址已确认。',
   'signUp.done.continue': '继续',
   'signUp.invalid.title': '此链接无法使用',
   'signUp.invalid.text': '该链接已被使用或已过期。请重新注册。',

@@ -35,6 +35,7 @@ describe('the names of the cookies (flows/session/cookies.ts)', () => {
           csrf: '__Host-tessera_csrf',
           knownBrowser: '__Host-tessera_browser',
           upstream: '__Host-tessera_upstream',
+          signUp: '__Host-tessera_sign_up',
         },
         issuer,
       );
@@ -51,6 +52,7 @@ describe('the names of the cookies (flows/session/cookies.ts)', () => {
           csrf: 'tessera_csrf',
           knownBrowser: 'tessera_browser',
           upstream: 'tessera_upstream',
+          signUp: 'tessera_sign_up',
         },
         issuer,
       );

@@ -92,6 +92,15 @@ describe('RFC 8707 resource indicators', () => {
     assert.equal(await outcome(() => tokenTarget(later, { ...renewed, held: ['openid'] }, 'https://photos.example')), 'invalid_target');
   });
 
+  it('gives no API scope the grant no longer holds, though its API still defines it (RFC 6749 §6): left out, and refused asked for by name', async () => {
+    const refreshed = { scope: ['openid', 'photos:read', 'photos:write'], createdAt: 10, held: ['openid', 'photos:read'] };
+    const target = await tokenTarget(store, refreshed, undefined);
+    assert.deepEqual([target.resource, target.scope], [PHOTOS, ['openid', 'photos:read']]);
+    assert.deepEqual((await tokenTarget(store, refreshed, PHOTOS.identifier)).scope, ['openid', 'photos:read']);
+    assert.equal(await outcome(() => tokenTarget(store, refreshed, undefined, ['photos:write'])), 'invalid_scope');
+    assert.equal(await outcome(() => tokenTarget(store, refreshed, PHOTOS.identifier, ['openid', 'photos:read', 'photos:write'])), 'invalid_scope');
+  });
+
   it('describes the access asked for: OpenID scopes, then each API by name', () => {
     assert.deepEqual(describeAccess(catalog, ['openid', 'calendar:read', 'photos:read']), {
       openid: [{ name: 'openid', description: 'Sign you in and know who you are' }],

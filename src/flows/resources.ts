@@ -119,6 +119,17 @@ export function requestedResources(catalog: ResourceCatalog, values: readonly st
 }
 
 /**
+ * Whether `client` may be given `scope` now: every scope, OpenID ones included, must be in
+ * its registration (`client.scopes`). An authorization request asking for another is refused
+ * (checkRequestedAccess); tokens issued later from an approval given before (a refresh, a
+ * device poll) leave it out, so a scope the operator takes from the client is no longer
+ * honoured, as client_credentials and admin tokens check it each time.
+ */
+export function clientMayHave(client: Pick<ClientRecord, 'scopes'>, scope: string): boolean {
+  return client.scopes.includes(scope);
+}
+
+/**
  * Checks the scope and resources of an authorization or device authorization request
  * (RFC 6749 §3.3, RFC 8707 §2). Every scope must be known and allowed to the client; with
  * `resource`, every API scope must belong to one of the resources named, and each resource
@@ -126,7 +137,7 @@ export function requestedResources(catalog: ResourceCatalog, values: readonly st
  */
 export function checkRequestedAccess(catalog: ResourceCatalog, client: ClientRecord, scope: readonly string[], resources: readonly string[]): void {
   const named = requestedResources(catalog, resources);
-  const refused = scope.filter((value) => !catalog.knows(value) || !client.scopes.includes(value));
+  const refused = scope.filter((value) => !catalog.knows(value) || !clientMayHave(client, value));
   if (refused.length > 0) throw new OAuthError('invalid_scope', `scope not allowed for this client: ${refused.join(' ')}`);
   if (named.length === 0) return;
   const elsewhere = scope.filter((value) => {
@@ -148,9 +159,22 @@ export interface TokenTarget {
 /**
  * What tokens are issued from: a scope approved at `createdAt` (a grant, a code, a refresh
  * token's), and `held`, the scope its grant holds now where that may be less (a refresh
- * token's: its API scopes leave the grant when their API is removed).
+ * token's: its API scopes leave the grant when their API is removed or drops them, and a
+ * grant approved again after that holds only what the person approved then). The token gets
+ * no API scope outside `held`. With `client`, the client the tokens are issued to, whose
+ * registration may have narrowed since: a scope it may no longer have (`clientMayHave`)
+ * counts as no longer held, OpenID ones included.
  */
-export type ApprovedScope = Pick<GrantRecord, 'scope' | 'createdAt'> & { readonly held?: readonly string[] };
+export type ApprovedScope = Pick<GrantRecord, 'scope' | 'createdAt'> & {
+  readonly held?: readonly string[];
+  readonly client?: Pick<ClientRecord, 'scopes'>;
+};
+
+/** Whether `value`, in the scope `grant` was approved for, is no longer given: see ApprovedScope. */
+function withdrawn(grant: ApprovedScope, value: string): boolean {
+  if (grant.client !== undefined && !clientMayHave(grant.client, value)) return true;
+  return !isOpenIdScope(value) && grant.held !== undefined && !grant.held.includes(value);
+}
 
 /**
  * The APIs a grant covers: those whose scopes it holds, registered before it was approved
@@ -163,7 +187,7 @@ export function grantedResources(catalog: ResourceCatalog, grant: ApprovedScope)
   for (const value of grant.scope) {
     if (isOpenIdScope(value)) continue;
     const owner = catalog.ownerOf(value);
-    if (!owner || owner.createdAt > grant.createdAt || (grant.held !== undefined && !grant.held.includes(value))) removed = true;
+    if (!owner || owner.createdAt > grant.createdAt || withdrawn(grant, value)) removed = true;
     else if (!resources.includes(owner)) resources.push(owner);
   }
   return { resources, removed };
@@ -174,7 +198,7 @@ export function grantedResources(catalog: ResourceCatalog, grant: ApprovedScope)
  * §3: one audience a token). `requested` is the token request's scope, already checked to
  * be within the grant's (RFC 6749 §6 for a refresh); `resource` its resource parameter.
  * The token holds the OpenID scopes granted (so userinfo also answers it) and the scopes
- * of its one API.
+ * of its one API that the grant still holds.
  */
 export async function tokenTarget(
   store: Pick<Store, 'resources' | 'grants'>,
@@ -208,10 +232,18 @@ export async function tokenTarget(
   } else if (granted.length === 1) {
     resource = granted[0]!;
   } else {
-    if (removed) throw new OAuthError('invalid_target', 'the API this authorization was for has been removed');
+    if (removed) throw new OAuthError('invalid_target', 'the API this authorization was for has been removed, or taken from the client');
     resource = null;
   }
-  const scope = requested.filter((value) => isOpenIdScope(value) || (resource !== null && catalog.ownerOf(value) === resource));
+  // RFC 6749 §6: a refreshed token's scope "MUST NOT include any scope not originally
+  // granted by the resource owner": what the grant holds now, which the person may have
+  // approved again for less (an API removed and registered again). An API scope the grant
+  // no longer holds is left out; asked for by name, it is refused.
+  // Nor, RFC 6749 §5.2 invalid_scope, one the client is no longer registered for.
+  const ungranted = requestedScope === undefined ? [] : requested.filter((value) => withdrawn(grant, value));
+  if (ungranted.length > 0) throw new OAuthError('invalid_scope', `scope is no longer granted to this client: ${ungranted.join(' ')}`);
+  const scope = requested.filter((value) => !withdrawn(grant, value) && (isOpenIdScope(value) || (resource !== null && catalog.ownerOf(value) === resource)));
+  if (scope.length === 0) throw new OAuthError('invalid_scope', 'no scope of this authorization is still allowed to the client');
   return { resource, scope };
 }
 

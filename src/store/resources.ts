@@ -51,8 +51,9 @@ export interface ResourceStore {
   list(): Promise<ResourceRecord[]>;
   /**
    * Changes the fields given; false when there is no such resource. `scopes` replaces the
-   * list (several writes: call it inside `Store.transaction`); throws `DuplicateError` when
-   * another resource has one of the names.
+   * list (several writes: call it inside `Store.transaction`), and a name it drops leaves
+   * every grant's scope, as `remove` takes them; throws `DuplicateError` when another
+   * resource has one of the names.
    */
   update(identifier: string, changes: ResourceChanges): Promise<boolean>;
   /**

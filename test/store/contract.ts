@@ -2611,6 +2611,21 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.transaction((tx) => tx.resources.update('https://unknown.example/', { scopes })), false);
       });
 
+      it('takes the scope names an update drops, and only those, out of every grant, the rest in order', async () => {
+        const api = resource();
+        await register(api);
+        const [read, write] = api.scopes.map((scope) => scope.name);
+        const client = await givenClient();
+        const user = await givenUser();
+        const holding = await givenGrant(client.id, user.id, { scope: ['openid', read!, 'profile', write!] });
+        const untouched = await givenGrant(client.id, user.id, { scope: ['openid', write!] });
+        assert.equal(await store.transaction((tx) => tx.resources.update(api.identifier, { name: 'Renamed' })), true);
+        assert.deepEqual(await store.grants.get(holding.id), holding, 'no scopes given: nothing dropped');
+        assert.equal(await store.transaction((tx) => tx.resources.update(api.identifier, { scopes: [api.scopes[1]!] })), true);
+        assert.deepEqual(await store.grants.get(holding.id), { ...holding, scope: ['openid', 'profile', write!] });
+        assert.deepEqual(await store.grants.get(untouched.id), untouched);
+      });
+
       it('removes a resource with its scopes once, freeing its scope names', async () => {
         const api = resource();
         await register(api);

@@ -10,6 +10,7 @@ import { decodeJwt } from 'jose';
 import type { SessionRecord } from '../../store/sessions.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { deviceClients, flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { updateClient } from '../manage/clients.ts';
 import { startDeviceAuthorization } from './authorization.ts';
 import { deviceCodeKey } from './device-code.ts';
 import { deviceCodeGrant } from './token.ts';
@@ -107,6 +108,17 @@ describe('the device_code grant (RFC 8628 §3.4, §3.5)', () => {
     assert.equal(await outcome(() => poll(deviceCode)), 'invalid_grant', 'the device code is spent');
     const events = (await world.store.events.list({ limit: 20 })).map((event) => event.type);
     assert.ok(events.includes('device.approved') && events.includes('device.consumed'), events.join(' '));
+  });
+
+  it('leaves out of the tokens a scope the operator took from the client after the person approved it', async () => {
+    const { client: radio } = await world.addClient({ client_name: 'Bedroom radio', grant_types: ['device_code'], scope: 'openid profile' });
+    const response = await startDeviceAuthorization(world.deps, radio, { scope: 'openid profile' }, { ...DEVICE, dpopJkt: null });
+    await decide(response.user_code, true);
+    await updateClient(world.manage, radio.id, { scope: 'openid' });
+    const narrowed = (await world.store.clients.get(radio.id))!;
+    const tokens = await poll(response.device_code, narrowed);
+    assert.equal(tokens.scope, 'openid');
+    assert.equal(decodeJwt(tokens.access_token)['scope'], 'openid');
   });
 
   it('gives the tokens to one of several polls at once, and a slow_down or invalid_grant to the rest', async () => {

@@ -83,8 +83,9 @@ export const deviceCodeGrant: TokenGrant = {
     // The account is checked again now: a user disabled after approving gets no tokens.
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // RFC 8707 §2.2: the token is for the API the resource parameter names, or the one the
-    // grant's scopes name. A refusal here spends the approval, like any other.
-    const target = await tokenTarget(deps.store, grant, params['resource']);
+    // grant's scopes name. A refusal here spends the approval, like any other. A scope the
+    // operator has taken from the client since the person approved is left out.
+    const target = await tokenTarget(deps.store, { ...grant, client }, params['resource']);
     // §3.5: "the token endpoint responds with a success response defined in Section 5.1 of
     // [RFC6749]". There is no nonce: the device flow has no authorization request to carry one.
     const response = await deps.tokens.issue({

@@ -5,10 +5,15 @@
  * the tokens of a registered API carry.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { hashSecret } from '../../core/crypto.ts';
+import { decodeJwt } from 'jose';
+import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { FLOW_ISSUER, flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { addResource, removeResource, updateResource, type ResourceInput } from './resources.ts';
+import { updateClient } from './clients.ts';
+import { refreshTokenGrant } from '../refresh/token.ts';
+import { approvedGrant } from '../../../test/store/fixtures.ts';
 
 const READ = { name: 'reports:read', description: 'Read your reports' };
 const REPORTS: ResourceInput = { identifier: 'https://reports.example.com', name: 'Reports', scopes: [READ] };
@@ -96,5 +101,48 @@ describe('registering APIs (flows/manage/resources.ts)', () => {
     assert.equal(await outcome(() => updateResource(world.manage, 'https://nowhere.example.com', { name: 'X' })), 'not_found');
     await removeResource(world.manage, id);
     assert.equal(await outcome(() => removeResource(world.manage, id)), 'not_found', 'removed once');
+  });
+
+  it('takes a scope it drops out of every approval, so that the name defined again is not approved by an old consent, nor got by an old refresh token', async () => {
+    const api = await addResource(world.manage, fresh());
+    const id = api.resource.identifier;
+    const read = api.resource.scopes[0]!;
+    const purge = { name: `${read.name}:purge`, description: 'Empty your trash' };
+    await updateResource(world.manage, id, { scopes: [read, purge] });
+    const scope = ['openid', 'offline_access', read.name, purge.name];
+    const { client } = await world.addClient({
+      client_name: 'Drive',
+      redirect_uris: ['https://drive.example/cb'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      scope: scope.join(' '),
+    });
+    const user = await world.addUser({ username: 'drive-user' });
+    const grantId = randomUUID();
+    await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope }, world.clock.now()));
+    const token = randomToken(32);
+    const now = world.clock.now();
+    await world.store.refreshTokens.create({
+      hash: hashSecret(token),
+      grantId,
+      clientId: client.id,
+      userId: user.id,
+      scope,
+      authTime: now,
+      sid: null,
+      createdAt: now,
+      expiresAt: now + 86_400_000,
+      rotatedAt: null,
+      dpopJkt: null,
+      idTokenClaims: [],
+    });
+    // Taken from the client (as updateResource demands), then from the API.
+    await updateClient(world.manage, client.id, { scope: `openid offline_access ${read.name}` });
+    await updateResource(world.manage, id, { scopes: [read] });
+    assert.deepEqual((await world.store.grants.get(grantId))?.scope, ['openid', 'offline_access', read.name], 'the dropped name left the approval');
+    // Defined again with another meaning, and given to the client again.
+    await updateResource(world.manage, id, { scopes: [read, { ...purge, description: 'Delete every file you have' }] });
+    await updateClient(world.manage, client.id, { scope: scope.join(' ') });
+    const refreshed = await refreshTokenGrant.handle(world.deps, (await world.store.clients.get(client.id))!, { refresh_token: token }, null);
+    assert.equal(decodeJwt(refreshed.access_token)['scope'], `openid offline_access ${read.name}`);
   });
 });

@@ -181,7 +181,10 @@ export type ResourceUpdate = Pick<ResourceInput, 'name' | 'scopes' | 'access_tok
  * Changes an API: its name, its scopes (the list given replaces the old one; a new
  * description shows on the next consent page), its access tokens' lifetime and algorithm,
  * each from the next token issued. A scope still in a client's registration cannot be
- * removed: the client would ask for a scope nothing defines.
+ * removed: the client would ask for a scope nothing defines. A scope removed leaves every
+ * grant in the same transaction, as `removeResource`'s do: defined again later, with
+ * another meaning perhaps, it is not approved by a consent given before, and refresh tokens
+ * issued before do not get it (flows/resources.ts tokenTarget keeps to what the grant holds).
  */
 export async function updateResource(
   deps: ManageDeps,

@@ -12,7 +12,8 @@ import { timedSecretKey } from '../../core/timed-secret.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { refreshTokenGrant } from './token.ts';
-import { addResource } from '../manage/resources.ts';
+import { addResource, removeResource } from '../manage/resources.ts';
+import { updateClient } from '../manage/clients.ts';
 import { approvedGrant } from '../../../test/store/fixtures.ts';
 
 const DAY = 86_400_000;
@@ -42,20 +43,20 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
   after(() => world.close());
 
   /** A grant of `scope` approved now, and a live refresh token of it, as the code exchange leaves them. */
-  async function granted(scope = ['openid', 'profile', 'offline_access'], user = ada): Promise<{ token: string; grantId: string }> {
+  async function granted(scope = ['openid', 'profile', 'offline_access'], user = ada, client = app): Promise<{ token: string; grantId: string }> {
     const grantId = randomUUID();
-    await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: app.id, scope }, world.clock.now()));
-    return { token: await refreshTokenOf(grantId, scope, user), grantId };
+    await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope }, world.clock.now()));
+    return { token: await refreshTokenOf(grantId, scope, user, client), grantId };
   }
 
   /** A live refresh token of the grant `grantId`, made now, as a code exchange leaves it. */
-  async function refreshTokenOf(grantId: string, scope: string[], user: UserRecord): Promise<string> {
+  async function refreshTokenOf(grantId: string, scope: string[], user: UserRecord, client = app): Promise<string> {
     const now = world.clock.now();
     const token = randomToken(32);
     await world.store.refreshTokens.create({
       hash: hashSecret(token),
       grantId,
-      clientId: app.id,
+      clientId: client.id,
       userId: user.id,
       scope,
       authTime: now,
@@ -100,17 +101,97 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
 
   it('refreshes for an API registered after the grant was first given, once the person has approved it since (RFC 8707 §2.2): the grant counts from its last approval', async () => {
     const mo = await world.addUser({ username: 'mo' });
-    const approval = { id: randomUUID(), userId: mo.id, clientId: app.id, scope: ['openid', 'offline_access'], authTime: world.clock.now() };
+    const { client: reader } = await world.addClient({
+      client_name: 'Reader',
+      redirect_uris: ['https://reader.example/cb'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      scope: 'openid offline_access',
+    });
+    const approval = { id: randomUUID(), userId: mo.id, clientId: reader.id, scope: ['openid', 'offline_access'], authTime: world.clock.now() };
     const grant = await world.store.grants.remember(approval, world.clock.now());
     world.clock.advance(1000);
     await addResource(world.manage, { identifier: 'https://reports.example', name: 'Reports', scopes: [{ name: 'reports:read', description: 'Read' }] });
+    await updateClient(world.manage, reader.id, { scope: 'openid offline_access reports:read' });
     world.clock.advance(1000);
     const renewed = await world.store.grants.remember({ ...approval, scope: ['reports:read'] }, world.clock.now());
     assert.equal(renewed.id, grant.id, 'the same grant, grown');
-    const token = await refreshTokenOf(grant.id, ['openid', 'offline_access', 'reports:read'], mo);
-    const refreshed = await refresh(app, { refresh_token: token });
+    const token = await refreshTokenOf(grant.id, ['openid', 'offline_access', 'reports:read'], mo, reader);
+    const refreshed = await refresh((await world.store.clients.get(reader.id))!, { refresh_token: token });
     assert.equal(decodeJwt(refreshed.access_token).aud, 'https://reports.example');
     assert.equal(refreshed.scope, 'openid offline_access reports:read');
+  });
+
+  it('gives an old refresh token nothing of an API registered again beyond what the person approved again (RFC 6749 §6: the grant holds what they approved)', async () => {
+    const FILES = {
+      identifier: 'https://files.example',
+      name: 'Files',
+      scopes: [
+        { name: 'files:read', description: 'Read your files' },
+        { name: 'files:purge', description: 'Delete your files' },
+      ],
+    };
+    await addResource(world.manage, FILES);
+    const scope = 'openid offline_access files:read files:purge';
+    const { client: drive } = await world.addClient({
+      client_name: 'Drive',
+      redirect_uris: ['https://drive.example/cb'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      scope,
+    });
+    const approval = { id: randomUUID(), userId: ada.id, clientId: drive.id, scope: scope.split(' '), authTime: world.clock.now() };
+    const grant = await world.store.grants.remember(approval, world.clock.now());
+    const token = await refreshTokenOf(grant.id, approval.scope, ada, drive);
+    world.clock.advance(1000);
+    // The operator removes the API, registers it again and gives the client both scopes back.
+    await removeResource(world.manage, FILES.identifier);
+    world.clock.advance(1000);
+    await addResource(world.manage, FILES);
+    await updateClient(world.manage, drive.id, { scope });
+    world.clock.advance(1000);
+    // The person approves the new API again, for files:read alone.
+    const renewed = await world.store.grants.remember({ ...approval, scope: ['openid', 'offline_access', 'files:read'] }, world.clock.now());
+    assert.deepEqual([...renewed.scope].sort(), ['files:read', 'offline_access', 'openid']);
+    const client = (await world.store.clients.get(drive.id))!;
+    assert.equal(await outcome(() => refresh(client, { refresh_token: token, scope: 'files:read files:purge' })), 'invalid_scope', 'asked for by name');
+    const refreshed = await refresh(client, { refresh_token: token });
+    assert.equal(decodeJwt(refreshed.access_token).aud, FILES.identifier);
+    assert.equal(decodeJwt(refreshed.access_token)['scope'], 'openid offline_access files:read');
+  });
+
+  it('leaves out a scope the operator has taken from the client since, refuses it asked for by name (RFC 6749 §5.2 invalid_scope), and keeps it in the refresh token', async () => {
+    await addResource(world.manage, {
+      identifier: 'https://payments.example',
+      name: 'Payments',
+      scopes: [
+        { name: 'payments:read', description: 'See your payments' },
+        { name: 'payments:write', description: 'Pay' },
+      ],
+    });
+    const scope = ['openid', 'email', 'offline_access', 'payments:read', 'payments:write'];
+    const { client: shop } = await world.addClient({
+      client_name: 'Shop',
+      redirect_uris: ['https://shop.example/cb'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      scope: scope.join(' '),
+    });
+    const { token } = await granted(scope, ada, shop);
+    // OpenID scopes are in a client's registration too (checkRequestedAccess): email goes as payments:write does.
+    await updateClient(world.manage, shop.id, { scope: 'openid offline_access payments:read' });
+    const narrowed = (await world.store.clients.get(shop.id))!;
+    for (const asked of ['payments:write', 'payments:read payments:write', 'openid email'])
+      assert.equal(await outcome(() => refresh(narrowed, { refresh_token: token, scope: asked })), 'invalid_scope', asked);
+    const refreshed = await refresh(narrowed, { refresh_token: token });
+    assert.equal(decodeJwt(refreshed.access_token).aud, 'https://payments.example');
+    assert.equal(refreshed.scope, 'openid offline_access payments:read');
+    assert.deepEqual(
+      (await world.store.refreshTokens.find(timedSecretKey(refreshed.refresh_token!)))?.scope,
+      scope,
+      'RFC 6749 §6: the new refresh token keeps the scope granted',
+    );
+    // Given back, it counts again: the approval still holds it.
+    await updateClient(world.manage, shop.id, { scope: scope.join(' ') });
+    const again = await refresh((await world.store.clients.get(shop.id))!, { refresh_token: refreshed.refresh_token!, scope: 'payments:write' });
+    assert.equal(again.scope, 'payments:write');
   });
 
   it('refuses with the error RFC 6749 §5.2 names, and leaves the token usable when the request was wrong', async () => {

@@ -7,21 +7,26 @@ import { timedSecretKey } from '../../core/timed-secret.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import { parseScope } from '../../core/scopes.ts';
-import type { RefreshTokenRecord } from '../../store/types.ts';
+import type { ClientRecord, RefreshTokenRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
-import { tokenTarget } from '../resources.ts';
+import { clientMayHave, tokenTarget } from '../resources.ts';
 import type { FlowDeps, TokenGrant } from '../types.ts';
 
 /**
  * RFC 6749 §6: "The requested scope MUST NOT include any scope not originally granted by the
  * resource owner, and if omitted is treated as equal to the scope originally granted."
+ * Nor one the client is no longer registered for (`clientMayHave`): RFC 6749 §5.2
+ * invalid_scope, "The requested scope is invalid, unknown, malformed, or exceeds the scope
+ * granted by the resource owner".
  */
-function requestedScope(raw: string | undefined, granted: readonly string[]): readonly string[] | undefined {
+function requestedScope(raw: string | undefined, granted: readonly string[], client: ClientRecord): readonly string[] | undefined {
   if (raw === undefined) return undefined;
   const scope = parseScope(raw);
   if (scope === null || scope.length === 0) throw new OAuthError('invalid_scope', 'scope is malformed');
   const widened = scope.filter((value) => !granted.includes(value));
   if (widened.length > 0) throw new OAuthError('invalid_scope', `scope was not granted: ${widened.join(' ')}`);
+  const unregistered = scope.filter((value) => !clientMayHave(client, value));
+  if (unregistered.length > 0) throw new OAuthError('invalid_scope', `scope is no longer allowed for this client: ${unregistered.join(' ')}`);
   return scope;
 }
 
@@ -79,12 +84,15 @@ export const refreshTokenGrant: TokenGrant = {
     // A remembered grant renewed since may be younger than an API registered after this
     // token's approval: an API scope counts only while the grant still holds it, which it
     // stops doing when its API is removed (flows/manage/resources.ts removeResource), until
-    // the person approves that name again.
+    // the person approves that name again, or when its API drops it (updateResource).
+    // A scope the operator has taken from the client since is left out (`client`);
+    // the refresh token keeps it (RFC 6749 §6: its scope is the one granted), so it counts
+    // again if the client is given it back while the grant still holds it.
     const target = await tokenTarget(
       deps.store,
-      { scope: found.scope, createdAt: grant.renewedAt ?? grant.createdAt, held: grant.scope },
+      { scope: found.scope, createdAt: grant.renewedAt ?? grant.createdAt, held: grant.scope, client },
       params['resource'],
-      requestedScope(params['scope'], found.scope),
+      requestedScope(params['scope'], found.scope, client),
     );
 
     // The account is checked before the rotation, so that a refusal spends nothing. Disabling
@@ -109,7 +117,7 @@ export const refreshTokenGrant: TokenGrant = {
       idTokenClaims: found.idTokenClaims,
       claimsLocales: found.claimsLocales ?? [],
       userinfoClaims: found.userinfoClaims ?? [],
-      claimsScope: found.claimsScope ?? [],
+      claimsScope: (found.claimsScope ?? []).filter((value) => clientMayHave(client, value)),
       signIn: keptSignIn(found),
     };
     const plan = deps.tokens.plan(issuance, grant);

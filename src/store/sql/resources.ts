@@ -54,6 +54,11 @@ export function resourcesStatements(d: Dialect) {
     removeResourceScopesFromClients: `
       UPDATE clients SET scopes = ${d.listWithout('clients.scopes', API_SCOPE_NAMES)}, version = version + 1
       WHERE ${holdsApiScope('clients.scopes')}`,
+    // A scope name an API drops leaves every grant too, as its removal's do: defined again
+    // later, by this API or another, it is a new scope that no consent given before approves.
+    removeScopeFromGrants: `
+      UPDATE grants SET scope = ${d.listWithout('grants.scope', '(:name)')}
+      WHERE ${d.listHas('grants.scope', ':name')}`,
     removeResource: 'DELETE FROM resources WHERE identifier = :identifier',
     updateResource: `
       UPDATE resources SET signing_alg = CASE WHEN :setSigningAlg = 1 THEN CAST(:signingAlg AS TEXT) ELSE signing_alg END,
@@ -113,6 +118,10 @@ export function resourcesStores(_d: Dialect, q: Runner<keyof ReturnType<typeof r
           accessTokenTtl: changes.accessTokenTtl ?? null,
         });
         if (!found || changes.scopes === undefined) return found;
+        const kept = new Set(changes.scopes.map((scope) => scope.name));
+        for (const { name } of (await q.all('getResourceScopes', { identifier })).map(resourceScopeFromRow)) {
+          if (!kept.has(name)) await q.changed('removeScopeFromGrants', { name });
+        }
         await q.changed('removeResourceScopes', { identifier });
         for (const [position, scope] of changes.scopes.entries()) {
           const added = await changedAny('insertResourceScope', { name: scope.name, resource: identifier, description: scope.description, position });

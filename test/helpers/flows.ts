@@ -26,6 +26,7 @@ import { mailOutbox, type MailMessage, type MailOutbox } from '../../src/flows/m
 import { KeyEncryption } from '../../src/tokens/key-encryption.ts';
 import { secretBox, type SecretBox } from '../../src/tokens/secret-box.ts';
 import { randomBytes } from 'node:crypto';
+import { hashSecret, randomToken } from '../../src/core/crypto.ts';
 import type { CookiePort } from '../../src/flows/session/cookies.ts';
 import { ScimError } from '../../src/flows/scim/errors.ts';
 import { seedRsaKey } from './keys.ts';
@@ -103,6 +104,34 @@ export async function flowWorld(env: Readonly<Record<string, string>> = {}): Pro
       await store.close();
     },
   };
+}
+
+/**
+ * A live refresh token of the grant `grantId` for `userId` at `clientId`, made now with
+ * `scope`, as a code exchange leaves it (no session, no DPoP key), living `lifetimeMs`: the
+ * token, as the client would hold it.
+ */
+export async function liveRefreshToken(
+  world: FlowWorld,
+  token: { readonly grantId: string; readonly userId: string; readonly clientId: string; readonly scope: string[]; readonly lifetimeMs: number },
+): Promise<string> {
+  const now = world.clock.now();
+  const value = randomToken(32);
+  await world.store.refreshTokens.create({
+    hash: hashSecret(value),
+    grantId: token.grantId,
+    clientId: token.clientId,
+    userId: token.userId,
+    scope: token.scope,
+    authTime: now,
+    sid: null,
+    createdAt: now,
+    expiresAt: now + token.lifetimeMs,
+    rotatedAt: null,
+    dpopJkt: null,
+    idTokenClaims: [],
+  });
+  return value;
 }
 
 /** The OAuth error code `run` fails with (a ManageError as `invalid:FIELD`), or 'ok'. */

@@ -11,11 +11,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { hashSecret, randomToken } from '../../core/crypto.ts';
+import { hashSecret } from '../../core/crypto.ts';
 import type { SessionRecord } from '../../store/sessions.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { approvedGrant } from '../../../test/store/fixtures.ts';
-import { deviceClients, FLOW_ISSUER, flowWorld, outcome, queuedMail, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { deviceClients, FLOW_ISSUER, flowWorld, liveRefreshToken, outcome, queuedMail, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { startDeviceAuthorization } from '../device/authorization.ts';
 import { deviceCodeKey } from '../device/device-code.ts';
 import { deviceCodeGrant } from '../device/token.ts';
@@ -305,21 +305,7 @@ describe("an operator's dealings with people", () => {
       const now = world.clock.now();
       const grantId = randomUUID();
       await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope }, now));
-      const token = randomToken(32);
-      await world.store.refreshTokens.create({
-        hash: hashSecret(token),
-        grantId,
-        clientId: client.id,
-        userId: user.id,
-        scope,
-        authTime: now,
-        sid: null,
-        createdAt: now,
-        expiresAt: now + 30 * DAY,
-        rotatedAt: null,
-        dpopJkt: null,
-        idTokenClaims: [],
-      });
+      const token = await liveRefreshToken(world, { grantId, userId: user.id, clientId: client.id, scope, lifetimeMs: 30 * DAY });
       return { token, grantId };
     }
 

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
-import { hashSecret, randomToken } from '../../core/crypto.ts';
-import { FLOW_ISSUER, flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { hashSecret } from '../../core/crypto.ts';
+import { FLOW_ISSUER, flowWorld, liveRefreshToken, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { addResource, removeResource, updateResource, type ResourceInput } from './resources.ts';
 import { updateClient } from './clients.ts';
 import { refreshTokenGrant } from '../refresh/token.ts';
@@ -119,22 +119,7 @@ describe('registering APIs (flows/manage/resources.ts)', () => {
     const user = await world.addUser({ username: 'drive-user' });
     const grantId = randomUUID();
     await world.store.grants.create(approvedGrant({ id: grantId, userId: user.id, clientId: client.id, scope }, world.clock.now()));
-    const token = randomToken(32);
-    const now = world.clock.now();
-    await world.store.refreshTokens.create({
-      hash: hashSecret(token),
-      grantId,
-      clientId: client.id,
-      userId: user.id,
-      scope,
-      authTime: now,
-      sid: null,
-      createdAt: now,
-      expiresAt: now + 86_400_000,
-      rotatedAt: null,
-      dpopJkt: null,
-      idTokenClaims: [],
-    });
+    const token = await liveRefreshToken(world, { grantId, userId: user.id, clientId: client.id, scope, lifetimeMs: 86_400_000 });
     // Taken from the client (as updateResource demands), then from the API.
     await updateClient(world.manage, client.id, { scope: `openid offline_access ${read.name}` });
     await updateResource(world.manage, id, { scopes: [read] });

@@ -10,7 +10,7 @@ import { decodeJwt } from 'jose';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { timedSecretKey } from '../../core/timed-secret.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
-import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { flowWorld, liveRefreshToken, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { refreshTokenGrant } from './token.ts';
 import { addResource, removeResource } from '../manage/resources.ts';
 import { updateClient } from '../manage/clients.ts';
@@ -51,23 +51,7 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
 
   /** A live refresh token of the grant `grantId`, made now, as a code exchange leaves it. */
   async function refreshTokenOf(grantId: string, scope: string[], user: UserRecord, client = app): Promise<string> {
-    const now = world.clock.now();
-    const token = randomToken(32);
-    await world.store.refreshTokens.create({
-      hash: hashSecret(token),
-      grantId,
-      clientId: client.id,
-      userId: user.id,
-      scope,
-      authTime: now,
-      sid: null,
-      createdAt: now,
-      expiresAt: now + DAY,
-      rotatedAt: null,
-      dpopJkt: null,
-      idTokenClaims: [],
-    });
-    return token;
+    return liveRefreshToken(world, { grantId, userId: user.id, clientId: client.id, scope, lifetimeMs: DAY });
   }
 
   const refresh = (client: ClientRecord, params: Record<string, string>) => refreshTokenGrant.handle(world.deps, client, params, null);

@@ -13,6 +13,7 @@ import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { refreshTokenGrant } from '../refresh/token.ts';
 import { setUserDisabled } from '../users.ts';
+import { updateClient } from '../manage/clients.ts';
 import type { OAuthError } from '../../core/errors.ts';
 import type { DpopProof } from '../dpop/proof.ts';
 import { authorizationCodeGrant } from './token.ts';
@@ -124,6 +125,25 @@ describe('the authorization_code grant (RFC 6749 §4.1.3)', () => {
     assert.ok((await refreshTokenGrant.handle(world.deps, app, { refresh_token: tokens.refresh_token! }, null)).access_token, 'its refresh token works');
     const events = (await world.store.events.list({ limit: 20 })).map((event) => event.type);
     assert.ok(events.includes('code.redeemed'), events.join(' '));
+  });
+
+  it('leaves out of the tokens a scope the operator has taken from the client since the code was issued, as a refresh does', async () => {
+    const { client: narrowed } = await world.addClient({
+      client_name: 'Narrowed',
+      redirect_uris: [CALLBACK],
+      grant_types: ['authorization_code', 'refresh_token'],
+      scope: SCOPE.join(' '),
+    });
+    const code = await issued({ client: narrowed });
+    await updateClient(world.manage, narrowed.id, { scope: 'openid offline_access' });
+    const tokens = (await exchange((await world.store.clients.get(narrowed.id))!, {
+      grant_type: 'authorization_code',
+      code: code.code,
+      redirect_uri: CALLBACK,
+      code_verifier: code.verifier,
+    })) as { scope?: string; access_token: string };
+    assert.equal(tokens.scope, 'openid offline_access');
+    assert.equal(decodeJwt(tokens.access_token)['scope'], 'openid offline_access');
   });
 
   it('gives no ID token for a code without openid, and then leaves the client out of the back-channel logout of the session (Back-Channel Logout 1.0 §2.7)', async () => {

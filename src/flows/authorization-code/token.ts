@@ -7,7 +7,7 @@ import { OAuthError } from '../../core/errors.ts';
 
 import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
 import { transactionWithEvents } from '../events.ts';
-import { tokenTarget, type TokenTarget } from '../resources.ts';
+import { clientMayHave, tokenTarget, type TokenTarget } from '../resources.ts';
 import type { FlowDeps, TokenGrant } from '../types.ts';
 import type { AuthorizationCodeRecord, ClientRecord, UserRecord } from '../../store/types.ts';
 import type { Issuance } from '../../tokens/issue.ts';
@@ -27,7 +27,8 @@ function issuanceOf(code: AuthorizationCodeRecord, client: ClientRecord, user: U
     idTokenClaims: code.idTokenClaims,
     claimsLocales: code.claimsLocales ?? [],
     userinfoClaims: code.userinfoClaims ?? [],
-    claimsScope: code.claimsScope ?? [],
+    // As a refresh does: nothing the operator has taken from the client since the approval.
+    claimsScope: (code.claimsScope ?? []).filter((value) => clientMayHave(client, value)),
     signIn: keptSignIn(code),
   };
 }
@@ -114,7 +115,7 @@ export const authorizationCodeGrant: TokenGrant = {
     // grant was created with its code: the code's createdAt is the grant's.
     const target =
       unredeemed && unredeemed.clientId === client.id && unredeemed.consumedAt === null && unredeemed.expiresAt > now
-        ? await tokenTarget(deps.store, { scope: unredeemed.scope, createdAt: unredeemed.createdAt }, params['resource'])
+        ? await tokenTarget(deps.store, { scope: unredeemed.scope, createdAt: unredeemed.createdAt, client }, params['resource'])
         : null;
     // RFC 7636 §4.6: the server verifies by comparing BASE64URL(SHA256(code_verifier)) with the
     // stored code_challenge; this and the code's client, redirect_uri, lifetime and single use
@@ -164,7 +165,7 @@ export const authorizationCodeGrant: TokenGrant = {
       redeemed,
       client,
       user,
-      target ?? (await tokenTarget(deps.store, { scope: redeemed.scope, createdAt: redeemed.createdAt }, params['resource'])),
+      target ?? (await tokenTarget(deps.store, { scope: redeemed.scope, createdAt: redeemed.createdAt, client }, params['resource'])),
       proof?.jkt ?? null,
     );
     const tokens = await deps.tokens.issue(issuance);

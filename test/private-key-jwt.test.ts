@@ -12,6 +12,7 @@ import {
   closeServer,
   listenOnFreePort,
   postForm,
+  REDIRECT_URI,
   startTestServer,
   type TestClient,
   type TestServer,
@@ -105,6 +106,20 @@ describe('private_key_jwt client authentication (RFC 7523, OIDC Core §9)', () =
     );
   }
 
+  /** A pushed authorization request (RFC 9126 §2.1) from the client, authenticated with `clientAssertion`. */
+  function par(clientAssertion: string) {
+    return postForm(`${server.url}/oauth/par`, {
+      response_type: 'code',
+      client_id: fileClient.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+      client_assertion_type: ASSERTION_TYPE,
+      client_assertion: clientAssertion,
+    });
+  }
+
   /** Authenticated: the made-up refresh token is what is refused. */
   function assertAuthenticated(result: Awaited<ReturnType<typeof postForm>>): void {
     assert.deepEqual([result.status, result.body['error']], [400, 'invalid_grant'], JSON.stringify(result.body));
@@ -150,18 +165,72 @@ describe('private_key_jwt client authentication (RFC 7523, OIDC Core §9)', () =
     assertInvalidClient(await token(once), /used already/);
   });
 
-  it('accepts the issuer, the token endpoint or the endpoint called as the audience, and one of several', async () => {
+  it('accepts the issuer as the audience, as a string or the one member of an array, at the token, revocation and PAR endpoints', async () => {
     assertAuthenticated(await token(await assertion(fileClient.clientId, key, { aud: server.url })));
-    assertAuthenticated(await token(await assertion(fileClient.clientId, key, { aud: `${server.url}/oauth/token` })));
-    assertAuthenticated(await token(await assertion(fileClient.clientId, key, { aud: ['https://elsewhere.example', server.url] })));
+    assertAuthenticated(await token(await assertion(fileClient.clientId, key, { aud: [server.url] })));
     const revoke = await postForm(`${server.url}/oauth/revoke`, {
       token: 'x'.repeat(43),
       client_assertion_type: ASSERTION_TYPE,
-      client_assertion: await assertion(fileClient.clientId, key, { aud: `${server.url}/oauth/revoke` }),
+      client_assertion: await assertion(fileClient.clientId, key),
     });
     assert.deepEqual([revoke.status, revoke.body], [200, {}]);
+    const pushed = await par(await assertion(fileClient.clientId, key, { aud: server.url }, { typ: 'client-authentication+jwt' }));
+    assert.equal(pushed.status, 201, JSON.stringify(pushed.body));
     // With client_id alongside, naming the same client.
     assertAuthenticated(await token(await assertion(fileClient.clientId, key), { client_id: fileClient.clientId }));
+  });
+
+  it('refuses the token endpoint, the endpoint called or the issuer among others as the audience (RFC 7523bis), saying what to send', async () => {
+    const refusals = [
+      await token(await assertion(fileClient.clientId, key, { aud: `${server.url}/oauth/token` })),
+      await token(await assertion(fileClient.clientId, key, { aud: ['https://elsewhere.example', server.url] })),
+      await postForm(`${server.url}/oauth/revoke`, {
+        token: 'x'.repeat(43),
+        client_assertion_type: ASSERTION_TYPE,
+        client_assertion: await assertion(fileClient.clientId, key, { aud: `${server.url}/oauth/revoke` }),
+      }),
+      await par(await assertion(fileClient.clientId, key, { aud: `${server.url}/oauth/par` })),
+      await par(await assertion(fileClient.clientId, key, { aud: `${server.url}/oauth/token` })),
+    ];
+    for (const refused of refusals) {
+      assertInvalidClient(
+        refused,
+        /the aud claim must be this server's issuer identifier, http:\/\/127\.0\.0\.1:\d+, as its only value.*TESSERA_CLIENT_ASSERTION_AUDIENCE=legacy/,
+      );
+    }
+  });
+
+  it('accepts the token endpoint and the endpoint called again with TESSERA_CLIENT_ASSERTION_AUDIENCE=legacy', async () => {
+    const legacy = await startTestServer({ env: { TESSERA_CLIENT_ASSERTION_AUDIENCE: 'legacy' } });
+    try {
+      const client = await legacy.addClient({ name: 'Old App', authMethod: 'private_key_jwt', jwks: { keys: [key.publicJwk] }, grantTypes: GRANTS });
+      const signed = (aud: string | string[]) => {
+        const now = Math.floor(Date.now() / 1000);
+        return new SignJWT({ iss: client.clientId, sub: client.clientId, aud, jti: randomUUID(), exp: now + 60 })
+          .setProtectedHeader({ alg: 'ES256', kid: key.kid })
+          .sign(key.privateKey);
+      };
+      const refresh = async (aud: string | string[]) =>
+        postForm(`${legacy.url}/oauth/token`, {
+          grant_type: 'refresh_token',
+          refresh_token: 'x'.repeat(43),
+          client_assertion_type: ASSERTION_TYPE,
+          client_assertion: await signed(aud),
+        });
+      for (const aud of [legacy.url, `${legacy.url}/oauth/token`, ['https://elsewhere.example', legacy.url]]) {
+        assertAuthenticated(await refresh(aud));
+      }
+      assertInvalidClient(await refresh('https://elsewhere.example'), /the aud claim is not valid/);
+    } finally {
+      await legacy.close();
+    }
+  });
+
+  it('refuses an assertion typed as another kind of JWT, and takes one typed client-authentication+jwt or JWT (RFC 7523bis, RFC 8725 §3.11)', async () => {
+    for (const typ of ['client-authentication+jwt', 'JWT']) assertAuthenticated(await token(await assertion(fileClient.clientId, key, {}, { typ })));
+    for (const typ of ['at+jwt', 'dpop+jwt', 'logout+jwt']) {
+      assertInvalidClient(await token(await assertion(fileClient.clientId, key, {}, { typ })), /typ must be client-authentication\+jwt or JWT/);
+    }
   });
 
   it('refuses a replayed assertion, at the same or another endpoint', async () => {

@@ -39,6 +39,7 @@ const TEXT_SAMPLES: Readonly<Record<string, string>> = {
   TESSERA_KEY_ENCRYPTION_KEY: 'A'.repeat(43),
   TESSERA_KEY_FILE: join(dir, 'tessera.key'),
   TESSERA_METRICS_HOST: '0.0.0.0',
+  TESSERA_CLIENT_ASSERTION_AUDIENCE: 'legacy',
   TESSERA_REGISTRATION: 'open',
   TESSERA_SOFTWARE_STATEMENT_JWKS: '{"keys": [{"kty": "EC", "crv": "P-256", "x": "x", "y": "y"}]}',
   TESSERA_ADMIN_LISTEN: '127.0.0.1:9001',

@@ -58,6 +58,7 @@ describe('loadConfig', () => {
     [{ TESSERA_CLIENT_JWKS_CACHE_TTL: '-1' }, 'TESSERA_CLIENT_JWKS_CACHE_TTL'],
     [{ TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '3601' }, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL'],
     [{ TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '10' }, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME'],
+    [{ TESSERA_CLIENT_ASSERTION_AUDIENCE: 'token-endpoint' }, 'TESSERA_CLIENT_ASSERTION_AUDIENCE'],
   ] as const) {
     it(`names ${setting} when it is wrong (${JSON.stringify(env)})`, () => {
       assert.throws(
@@ -158,17 +159,25 @@ describe('loadConfig', () => {
     assert.throws(() => loadConfig({ TESSERA_KEY_ENCRYPTION_KEY: 'short' }), /TESSERA_KEY_ENCRYPTION_KEY: each key must be 32 bytes/);
   });
 
-  it('checks private_key_jwt clients with a 3 s JWKS timeout, a 5-minute cache, refetches 10 s apart and hour-long assertions by default', () => {
-    assert.deepEqual(loadConfig({}).clientAuth, { jwksTimeoutMs: 3000, jwksCacheSeconds: 300, jwksRefetchSeconds: 10, assertionMaxLifetimeSeconds: 3600 });
+  it('checks private_key_jwt clients with a 3 s JWKS timeout, a 5-minute cache, refetches 10 s apart, hour-long assertions and the issuer as aud by default', () => {
+    assert.deepEqual(loadConfig({}).clientAuth, {
+      jwksTimeoutMs: 3000,
+      jwksCacheSeconds: 300,
+      jwksRefetchSeconds: 10,
+      assertionMaxLifetimeSeconds: 3600,
+      assertionAudience: 'issuer',
+    });
     assert.deepEqual(
       loadConfig({
         TESSERA_CLIENT_JWKS_TIMEOUT_MS: '500',
         TESSERA_CLIENT_JWKS_CACHE_TTL: '0',
         TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '60',
         TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '120',
+        TESSERA_CLIENT_ASSERTION_AUDIENCE: 'Legacy',
       }).clientAuth,
-      { jwksTimeoutMs: 500, jwksCacheSeconds: 0, jwksRefetchSeconds: 60, assertionMaxLifetimeSeconds: 120 },
+      { jwksTimeoutMs: 500, jwksCacheSeconds: 0, jwksRefetchSeconds: 60, assertionMaxLifetimeSeconds: 120, assertionAudience: 'legacy' },
     );
+    assert.equal(loadConfig({ TESSERA_CLIENT_ASSERTION_AUDIENCE: 'issuer' }).clientAuth.assertionAudience, 'issuer');
   });
 
   it('reads TESSERA_MAIL_FROM as an address, or a name and an address, the name unquoted as RFC 5322 §3.2.4 quotes it', () => {

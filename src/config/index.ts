@@ -117,6 +117,7 @@ export function loadConfig(env: Env = process.env): Config {
       jwksCacheSeconds: s.TESSERA_CLIENT_JWKS_CACHE_TTL,
       jwksRefetchSeconds: s.TESSERA_CLIENT_JWKS_REFETCH_INTERVAL,
       assertionMaxLifetimeSeconds: s.TESSERA_CLIENT_ASSERTION_MAX_LIFETIME,
+      assertionAudience: s.TESSERA_CLIENT_ASSERTION_AUDIENCE,
     },
     eventRetentionSeconds: s.TESSERA_EVENT_RETENTION,
     metrics: { port: s.TESSERA_METRICS_PORT, host: s.TESSERA_METRICS_HOST },

@@ -9,7 +9,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { LOCALES, shippedLocale, type Locale } from './locales.ts';
 import type { TextSettingName } from './settings.ts';
-import type { ApiTranslation, ApiTranslations, PasswordHashCost, RegistrationSettings, SigningAlgorithm } from './types.ts';
+import type { ApiTranslation, ApiTranslations, ClientAuthSettings, PasswordHashCost, RegistrationSettings, SigningAlgorithm } from './types.ts';
 
 /** A setting's value refused: `SETTING: why`, the one line a start or a command stops with. */
 export class ConfigError extends Error {
@@ -42,6 +42,7 @@ export const TEXT_PARSERS = {
     raw === undefined ? [] : raw.split(',').map((entry) => parseKeyEncryptionKey(entry, 'TESSERA_KEY_ENCRYPTION_KEY')),
   TESSERA_KEY_FILE: keyFile,
   TESSERA_METRICS_HOST: (raw): string => raw ?? '127.0.0.1',
+  TESSERA_CLIENT_ASSERTION_AUDIENCE: clientAssertionAudience,
   TESSERA_REGISTRATION: registrationPolicy,
   TESSERA_SOFTWARE_STATEMENT_JWKS: (raw): Readonly<Record<string, unknown>> | null => trustedJwks(raw, 'TESSERA_SOFTWARE_STATEMENT_JWKS'),
   TESSERA_ADMIN_LISTEN: (raw): { readonly host: string; readonly port: number } | null => hostPort(raw, 'TESSERA_ADMIN_LISTEN'),
@@ -184,6 +185,12 @@ function keyFile(raw: string | undefined, earlier: Earlier): string | null {
   if (/^postgres(ql)?:\/\//.test(database)) return path.resolve('data', 'tessera.key');
   const sqlitePath = database.replace(/^(sqlite|file):/i, '');
   return sqlitePath === ':memory:' ? null : `${sqlitePath}.key`;
+}
+
+function clientAssertionAudience(raw: string | undefined): ClientAuthSettings['assertionAudience'] {
+  const value = raw?.toLowerCase() ?? 'issuer';
+  if (value === 'issuer' || value === 'legacy') return value;
+  throw new ConfigError('TESSERA_CLIENT_ASSERTION_AUDIENCE', `must be issuer or legacy, got ${JSON.stringify(raw)}`);
 }
 
 function registrationPolicy(raw: string | undefined): RegistrationSettings['policy'] {

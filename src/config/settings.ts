@@ -720,6 +720,14 @@ export const SETTINGS = [
       'seconds: a client assertion whose `exp` is further ahead is refused; each `jti` is remembered until its `exp`, so at most this long (an hour by default, as authlib signs them)',
   },
   {
+    name: 'TESSERA_CLIENT_ASSERTION_AUDIENCE',
+    type: 'text',
+    shown: '`issuer`',
+    accepts: '`issuer`, `legacy`',
+    description:
+      "the `aud` a client assertion (`private_key_jwt`, at every endpoint a client authenticates at, PAR included) must carry. `issuer`: the issuer alone, as RFC 7523bis requires, so that an assertion a client signed for another server that passed this server's token endpoint off as its own cannot be replayed here (audience injection); `legacy`: also the token endpoint's URL or the endpoint called, alone or among other values, as before RFC 7523bis, only for clients that still name the token endpoint (openid-client and oauth4webapi send the issuer) ([docs/security.md](docs/security.md#client-assertions-audience-injection))",
+  },
+  {
     name: 'TESSERA_EVENT_RETENTION',
     type: 'integer',
     default: 90 * DAY,

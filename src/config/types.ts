@@ -422,6 +422,16 @@ export interface ClientAuthSettings {
    * client libraries (authlib) sign hour-long assertions; the `jti` makes each usable once.
    */
   readonly assertionMaxLifetimeSeconds: number;
+  /**
+   * `TESSERA_CLIENT_ASSERTION_AUDIENCE` (default `issuer`): the `aud` a client assertion may
+   * carry. `issuer`: the issuer identifier as its sole value (draft-ietf-oauth-rfc7523bis,
+   * replacing RFC 7523 §3 item 3 and RFC 9126 §2's audiences), which closes audience
+   * injection: an assertion a client was led to sign for another server that named this
+   * server's token endpoint, or this server among others, is refused. `legacy`: the issuer,
+   * the token endpoint or the endpoint called, alone or among other values, as before; for
+   * clients written before RFC 7523bis that name the token endpoint.
+   */
+  readonly assertionAudience: 'issuer' | 'legacy';
 }
 
 /**

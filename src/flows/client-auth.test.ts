@@ -257,12 +257,11 @@ describe('client authentication (RFC 6749 §2.3, RFC 7523 §3, OIDC Core §9)', 
     for (const [what, presented] of cases) assert.match(await answer(presented), /^400 invalid_request: /, what);
   });
 
-  it('authenticates a private_key_jwt client by an assertion for the issuer, the token endpoint or the endpoint called (RFC 7523 §3)', async () => {
+  it('authenticates a private_key_jwt client by an assertion for the issuer alone (RFC 7523 §3, RFC 7523bis)', async () => {
     const accepted: [string, Promise<string>, Record<string, string>?, string?][] = [
       ['aud the issuer', assertion({ aud: FLOW_ISSUER })],
-      ['aud the token endpoint (OIDC Core §9)', assertion({ aud: TOKEN_ENDPOINT }), {}, PAR_ENDPOINT],
-      ['aud the endpoint called (PAR)', assertion({ aud: PAR_ENDPOINT }), {}, PAR_ENDPOINT],
-      ['aud among others', assertion({ aud: ['https://elsewhere.example', FLOW_ISSUER] })],
+      ['aud the issuer, at the PAR endpoint', assertion({ aud: FLOW_ISSUER }), {}, PAR_ENDPOINT],
+      ['aud the issuer as the one member of an array', assertion({ aud: [FLOW_ISSUER] })],
       ['signed with the Ed25519 key', assertion({}, { signer: ed25519 })],
       ['with client_id alongside, naming the same client', assertion(), { client_id: signedApp.id }],
       ['without iat', assertion({ iat: undefined })],
@@ -272,6 +271,73 @@ describe('client authentication (RFC 6749 §2.3, RFC 7523 §3, OIDC Core §9)', 
     ];
     for (const [what, jwt, extra, endpoint] of accepted) {
       assert.equal(await answer(asserted(await jwt, extra, endpoint)), `authenticated ${signedApp.id}`, what);
+    }
+  });
+
+  /** The refusal of an assertion whose aud is not the issuer alone: it says what to send, and names the setting. */
+  const AUDIENCE_REFUSED = `401 invalid_client: client_assertion: the aud claim must be this server's issuer identifier, ${FLOW_ISSUER}, as its only value (RFC 7523bis); the token endpoint's URL and other audiences are refused (an operator can accept them with TESSERA_CLIENT_ASSERTION_AUDIENCE=legacy)`;
+  /** The audiences RFC 7523 §3 allowed and RFC 7523bis does not, each with the endpoint it is presented at. */
+  const LEGACY_AUDIENCES: [string, JWTPayload['aud'], string][] = [
+    ['aud the token endpoint (OIDC Core §9)', TOKEN_ENDPOINT, TOKEN_ENDPOINT],
+    ['aud the token endpoint, presented at the PAR endpoint', TOKEN_ENDPOINT, PAR_ENDPOINT],
+    ['aud the endpoint called (PAR, RFC 9126 §2)', PAR_ENDPOINT, PAR_ENDPOINT],
+    ['aud the token endpoint as the one member of an array', [TOKEN_ENDPOINT], TOKEN_ENDPOINT],
+    ['aud among others', ['https://elsewhere.example', FLOW_ISSUER], TOKEN_ENDPOINT],
+    ['aud the issuer and the token endpoint', [FLOW_ISSUER, TOKEN_ENDPOINT], TOKEN_ENDPOINT],
+  ];
+
+  it('refuses an assertion for the token endpoint, the endpoint called, or the issuer among others with invalid_client (RFC 7523bis: audience injection)', async () => {
+    for (const [what, aud, endpoint] of LEGACY_AUDIENCES) {
+      const jti = randomUUID();
+      assert.equal(await answer(asserted(await assertion({ aud, jti }), {}, endpoint)), AUDIENCE_REFUSED, what);
+      // Refused before its jti is spent: the client's next assertion with the issuer is not turned away.
+      assert.equal(await answer(asserted(await assertion({ jti }))), `authenticated ${signedApp.id}`, `${what}: the jti is still free`);
+    }
+    // What the assertion says is not repeated in the refusal, whatever it holds.
+    const hostile = await answer(asserted(await assertion({ aud: ['<script>alert(1)</script>', FLOW_ISSUER] })));
+    assert.equal(hostile, AUDIENCE_REFUSED);
+  });
+
+  it('accepts them again with TESSERA_CLIENT_ASSERTION_AUDIENCE=legacy, and still only audiences naming this server', async () => {
+    const legacy = { ...deps, config: { ...deps.config, clientAuth: { ...deps.config.clientAuth, assertionAudience: 'legacy' as const } } };
+    for (const [what, aud, endpoint] of LEGACY_AUDIENCES) {
+      assert.equal(await answer(asserted(await assertion({ aud }), {}, endpoint), legacy), `authenticated ${signedApp.id}`, what);
+    }
+    assert.equal(await answer(asserted(await assertion({ aud: FLOW_ISSUER })), legacy), `authenticated ${signedApp.id}`, 'the issuer');
+    assert.match(
+      await answer(asserted(await assertion({ aud: 'https://elsewhere.example' })), legacy),
+      /^401 invalid_client: client_assertion: the aud claim is not valid/,
+    );
+    assert.match(
+      await answer(asserted(await assertion({ aud: `${FLOW_ISSUER}/oauth/revoke` }), {}, PAR_ENDPOINT), legacy),
+      /^401 invalid_client: client_assertion: the aud claim is not valid/,
+      "another of this server's endpoints than the one called",
+    );
+    assert.match(await answer(asserted(await assertion({ aud: TOKEN_ENDPOINT }, { header: { typ: 'at+jwt' } })), legacy), /typ must be/, 'typ is checked too');
+  });
+
+  it('takes an assertion without typ, typed JWT or typed client-authentication+jwt, and refuses one typed as another kind of JWT (RFC 7523bis, RFC 8725 §3.11)', async () => {
+    const typed = (typ: unknown) => assertion({}, { header: typ === undefined ? {} : { typ } });
+    for (const typ of [undefined, 'JWT', 'jwt', 'client-authentication+jwt', 'application/client-authentication+jwt', 'Client-Authentication+JWT']) {
+      assert.equal(await answer(asserted(await typed(typ))), `authenticated ${signedApp.id}`, `typ ${String(typ)}`);
+    }
+    for (const typ of [
+      'at+jwt',
+      'application/at+jwt',
+      'dpop+jwt',
+      'logout+jwt',
+      'secevent+jwt',
+      'oauth-id-jag+jwt',
+      'oauth-authz-req+jwt',
+      'JOSE+JSON',
+      '',
+      42,
+    ]) {
+      assert.equal(
+        await answer(asserted(await typed(typ))),
+        '401 invalid_client: client_assertion typ must be client-authentication+jwt or JWT, or be left out (RFC 7523bis)',
+        `typ ${JSON.stringify(typ)}`,
+      );
     }
   });
 
@@ -319,13 +385,14 @@ describe('client authentication (RFC 6749 §2.3, RFC 7523 §3, OIDC Core §9)', 
       ['not before 31 seconds from now', assertion({ nbf: now + 31 }).then((jwt) => asserted(jwt)), /the nbf claim/],
       ['expiring a second past the hour allowed', assertion({ exp: now + 3601 }).then((jwt) => asserted(jwt)), /must expire within 3600 seconds/],
       ['without exp', assertion({ exp: undefined }).then((jwt) => asserted(jwt)), /the exp claim/],
-      ['for another audience', assertion({ aud: 'https://elsewhere.example' }).then((jwt) => asserted(jwt)), /the aud claim/],
+      ['for another audience', assertion({ aud: 'https://elsewhere.example' }).then((jwt) => asserted(jwt)), /the aud claim must be/],
       [
         "for another of this server's endpoints than the one called",
         assertion({ aud: `${FLOW_ISSUER}/oauth/revoke` }).then((jwt) => asserted(jwt, {}, PAR_ENDPOINT)),
-        /the aud claim/,
+        /the aud claim must be/,
       ],
-      ['without aud', assertion({ aud: undefined }).then((jwt) => asserted(jwt)), /the aud claim/],
+      ['without aud', assertion({ aud: undefined }).then((jwt) => asserted(jwt)), /the aud claim must be/],
+      ['with an empty aud array', assertion({ aud: [] }).then((jwt) => asserted(jwt)), /the aud claim must be/],
       ['issued by someone else', assertion({ iss: twinApp.id }).then((jwt) => asserted(jwt)), /the iss claim/],
       ['without iss', assertion({ iss: undefined }).then((jwt) => asserted(jwt)), /the iss claim/],
       ['without jti', assertion({ jti: undefined }).then((jwt) => asserted(jwt)), /the jti claim/],

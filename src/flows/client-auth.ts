@@ -1,6 +1,7 @@
 /**
- * Client authentication at the token, device authorization, revocation and introspection
- * endpoints (RFC 6749 §2.3, RFC 7523 §2.2 and §3, OIDC Core §9). Failures are
+ * Client authentication at the token, device authorization, revocation, introspection and
+ * PAR endpoints (RFC 6749 §2.3, RFC 7523 §2.2 and §3 as draft-ietf-oauth-rfc7523bis updates
+ * them, OIDC Core §9). Failures are
  * `invalid_client` with 401, whatever went wrong, so that they tell an attacker little; only
  * a request that mixes methods is `invalid_request`.
  */
@@ -28,6 +29,13 @@ export const TOKEN_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_b
 /** RFC 7662 §2.1: introspection needs a client that proves who it is, so not `none`. */
 export const INTROSPECTION_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
 
+/**
+ * The `typ` header values a client assertion may carry, compared as RFC 7515 §4.1.9 has media
+ * types compared (case-insensitively, `application/` optional): none, the generic `JWT`
+ * (RFC 7519 §5.1), or draft-ietf-oauth-rfc7523bis's own type.
+ */
+const ASSERTION_TYPES: readonly string[] = ['jwt', 'client-authentication+jwt'];
+
 /** Client clocks drift: `exp`, `nbf` and `iat` are read with this much slack. */
 const CLOCK_TOLERANCE_SECONDS = 30;
 /** Bounds what a client can make the store look up or keep. */
@@ -44,7 +52,7 @@ export interface ClientAuthDeps {
 export interface PresentedCredentials {
   readonly authorization: string | undefined;
   readonly params: Params;
-  /** The endpoint's URL, one of the audiences a client assertion may name. */
+  /** The endpoint's URL, an audience a client assertion may name under TESSERA_CLIENT_ASSERTION_AUDIENCE=legacy. */
   readonly endpoint: string;
 }
 
@@ -188,22 +196,57 @@ async function assertedClient(deps: ClientAuthDeps, presented: PresentedCredenti
     throw new OAuthError('invalid_client', `this client authenticates with ${client.authMethod}, not a client_assertion`);
 
   const { issuer, clientAuth } = deps.config;
+  const legacy = clientAuth.assertionAudience === 'legacy';
   const now = deps.clock.now();
   let payload;
+  let protectedHeader;
   try {
-    ({ payload } = await jwtVerify(assertion, deps.clientKeys.keysOf(client), {
+    ({ payload, protectedHeader } = await jwtVerify(assertion, deps.clientKeys.keysOf(client), {
       algorithms: [...ASSERTION_ALGORITHMS],
-      // RFC 7523 §3: iss and sub are the client_id; aud identifies the authorization server:
-      // the issuer (RFC 7523bis), the token endpoint (OIDC Core §9), or the endpoint called.
+      // RFC 7523 §3: iss and sub are the client_id.
       issuer: client.id,
       subject: client.id,
-      audience: [issuer, `${issuer}/oauth/token`, presented.endpoint],
+      // TESSERA_CLIENT_ASSERTION_AUDIENCE=legacy: RFC 7523 §3 item 3 before RFC 7523bis, "The
+      // token endpoint URL of the authorization server MAY be used as a value for an aud
+      // element": the issuer, the token endpoint (OIDC Core §9) or the endpoint called (RFC
+      // 9126 §2), each also among other values. By default aud is checked below instead.
+      ...(legacy ? { audience: [issuer, `${issuer}/oauth/token`, presented.endpoint] } : {}),
       requiredClaims: ['exp', 'jti'],
       currentDate: new Date(now),
       clockTolerance: CLOCK_TOLERANCE_SECONDS,
     }));
   } catch (error) {
     throw new OAuthError('invalid_client', assertionProblem(error), { cause: error });
+  }
+  // draft-ietf-oauth-rfc7523bis (replacing RFC 7523 §3 item 3, and RFC 9126 §2 for PAR):
+  // "the aud (audience) claim value MUST use the issuer identifier [RFC8414] of the
+  // authorization server as its sole value ... the token endpoint URL of the authorization
+  // server MUST NOT be used as an audience value. The authorization server MUST reject any JWT
+  // that does not contain its issuer identifier as its sole audience value." A client led to
+  // sign for another server that gave this server's token endpoint as its own (audience
+  // injection) cannot have signed that. The issuer as the one member of an array is taken too:
+  // the draft asks clients for a plain string "to simplify implementations", but a one-element
+  // array names the same single audience (RFC 7519 §4.1.3 lets aud be either), carries no
+  // second value for an attacker to use, and is what a library that always writes aud as a
+  // list sends; refusing it would lock such a client out for no gain.
+  if (!legacy && !soleAudience(payload.aud, issuer)) {
+    throw new OAuthError(
+      'invalid_client',
+      `client_assertion: the aud claim must be this server's issuer identifier, ${issuer}, as its only value (RFC 7523bis); the token endpoint's URL and other audiences are refused (an operator can accept them with TESSERA_CLIENT_ASSERTION_AUDIENCE=legacy)`,
+    );
+  }
+  // draft-ietf-oauth-rfc7523bis: "Client authentication JWTs SHOULD be explicitly typed by
+  // using the typ header parameter value client-authentication+jwt ... it is NOT RECOMMENDED
+  // for servers to reject JWTs that do not have explicit types": none and `JWT` are taken. One
+  // that says it is another kind of JWT is not, under either TESSERA_CLIENT_ASSERTION_AUDIENCE.
+  // RFC 8725 §3.11: "Sometimes, one kind of JWT can be confused for another. If a particular
+  // kind of JWT is subject to such confusion, that JWT can include an explicit JWT type value,
+  // and the validation rules can specify checking the type. This mechanism can prevent such
+  // confusion." An access token (at+jwt), a DPoP proof (dpop+jwt), a logout token
+  // (logout+jwt), a security event (secevent+jwt) or an ID-JAG (oauth-id-jag+jwt) the client
+  // signed is never its client assertion, whatever its claims.
+  if (protectedHeader.typ !== undefined && !ASSERTION_TYPES.includes(mediaType(protectedHeader.typ))) {
+    throw new OAuthError('invalid_client', 'client_assertion typ must be client-authentication+jwt or JWT, or be left out (RFC 7523bis)');
   }
   const expiresAt = payload.exp! * 1000;
   if (expiresAt - now > clientAuth.assertionMaxLifetimeSeconds * 1000) {
@@ -216,4 +259,16 @@ async function assertedClient(deps: ClientAuthDeps, presented: PresentedCredenti
   const first = await deps.store.clientAssertions.use(hashSecret(`${client.id} ${jti}`), expiresAt + CLOCK_TOLERANCE_SECONDS * 1000, now);
   if (!first) throw new OAuthError('invalid_client', 'client_assertion has been used already');
   return client;
+}
+
+/** Whether `aud` is `issuer` alone: the string, or the one member of an array (see above). */
+function soleAudience(aud: unknown, issuer: string): boolean {
+  return aud === issuer || (Array.isArray(aud) && aud.length === 1 && aud[0] === issuer);
+}
+
+/** A `typ` value as RFC 7515 §4.1.9 compares it: lowercase, without an `application/` prefix. */
+function mediaType(typ: unknown): string {
+  if (typeof typ !== 'string') return '';
+  const lower = typ.toLowerCase();
+  return lower.startsWith('application/') ? lower.slice('application/'.length) : lower;
 }

@@ -9,6 +9,7 @@ import { decodeJwt, errors as joseErrors, jwtVerify } from 'jose';
 import type { ClientAuthSettings } from '../config/index.ts';
 import type { Clock } from '../core/clock.ts';
 import { digestsEqual, hashSecret } from '../core/crypto.ts';
+import { TOKEN_PATH } from '../core/endpoints.ts';
 import { OAuthError } from '../core/errors.ts';
 import { JWT_BEARER_ASSERTION, SECRET_AUTH_METHODS, type ClientAuthMethod } from '../core/protocol.ts';
 import type { ClientRecord, Store } from '../store/types.ts';
@@ -18,13 +19,13 @@ import type { Params } from './types.ts';
 /** The JWS algorithms a client assertion may be signed with: asymmetric ones only. */
 export const ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 
-/** What discovery lists for the token, device authorization and revocation endpoints. */
 /**
  * The parameters that authenticate the client in a request's body (RFC 6749 §2.3.1, RFC 7521
  * §4.2): credentials, never part of the request they came with, so never kept with it.
  */
 export const CLIENT_AUTH_PARAMS: readonly string[] = ['client_secret', 'client_assertion', 'client_assertion_type'];
 
+/** What discovery lists for the token, device authorization and revocation endpoints. */
 export const TOKEN_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
 /** RFC 7662 §2.1: introspection needs a client that proves who it is, so not `none`. */
 export const INTROSPECTION_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
@@ -210,7 +211,7 @@ async function assertedClient(deps: ClientAuthDeps, presented: PresentedCredenti
       // token endpoint URL of the authorization server MAY be used as a value for an aud
       // element": the issuer, the token endpoint (OIDC Core §9) or the endpoint called (RFC
       // 9126 §2), each also among other values. By default aud is checked below instead.
-      ...(legacy ? { audience: [issuer, `${issuer}/oauth/token`, presented.endpoint] } : {}),
+      ...(legacy ? { audience: [issuer, `${issuer}${TOKEN_PATH}`, presented.endpoint] } : {}),
       requiredClaims: ['exp', 'jti'],
       currentDate: new Date(now),
       clockTolerance: CLOCK_TOLERANCE_SECONDS,

@@ -149,8 +149,9 @@ describe('invitations', () => {
     const link = /(http[^"<\s]+\/invitation\?token=[^"<\s]+)/.exec(shown.html)?.[1];
     assert.ok(link, shown.html);
     // Messages of the cases before (queued while the server's clock stood still) may come first.
-    let mail = await smtp.next(before + 1);
-    while (mail.to[0] !== 'console-invite@example.com') mail = await smtp.next();
+    let count = before + 1;
+    let mail = await smtp.next(count);
+    while (mail.to[0] !== 'console-invite@example.com') mail = await smtp.next(++count);
     assert.deepEqual(mail.to, ['console-invite@example.com']);
     assert.equal(invitationLink(mail.parsed.text), link.replaceAll('&amp;', '&'));
     const refused = await browser.submit(users, '/console/users/invite', { email: 'not an address' });

@@ -54,6 +54,7 @@ describe('recovery by e-mail', () => {
     await old.signIn(await old.request('/login?return_to=%2Faccount'), user);
     assert.equal((await old.request('/account')).status, 200);
 
+    const mailed = smtp.received.length;
     const { browser, answer } = await askForLink(server, 'Grace@Example.com');
     assert.equal(answer.status, 200);
     assert.match(
@@ -61,7 +62,7 @@ describe('recovery by e-mail', () => {
       /If an account has the address Grace@Example\.com ?, a link to set a new password is on its way\. It works for 60 minutes\./,
     );
 
-    const mail = await smtp.next();
+    const mail = await smtp.next(mailed + 1);
     assert.deepEqual(mail.to, ['grace@example.com']);
     assert.equal(mail.from, 'no-reply@auth.example.com');
     assert.equal(mail.parsed.subject, 'Set a new password for Tessera');
@@ -73,13 +74,14 @@ describe('recovery by e-mail', () => {
 
     const form = await browser.request(link);
     assert.equal(form.status, 200);
+    const beforeNotice = smtp.received.length;
     const done = await browser.submit(form, '/reset-password', { new_password: 'grace has a new password' });
     assert.match(text(done.html), /Password changed/);
     assert.doesNotMatch(text(done.html), /had not been confirmed/, 'nothing was removed: nothing to tell');
     assert.equal((await old.request('/account')).status, 303, 'the sessions from before the reset have ended');
     assert.equal((await browser.submit(form, '/reset-password', { new_password: 'and once more' })).status, 400, 'the link works once');
 
-    const notice = await smtp.next();
+    const notice = await smtp.next(beforeNotice + 1);
     assert.deepEqual(notice.to, ['grace@example.com']);
     assert.equal(notice.parsed.subject, 'Your Tessera password was changed');
     assert.match(notice.parsed.text ?? '', /The password for grace on Tessera was changed/);

@@ -51,6 +51,7 @@ describe('sign-up with a passkey', () => {
     assert.equal(asked.json['authenticatorSelection']['residentKey'], 'required');
     const passkey = new SoftwarePasskey();
     const response = passkey.register(asked.json, server.url);
+    const mailed = smtp.received.length;
     const answer = await browser.submit(form, '/sign-up', { ...fields, response: JSON.stringify(response), passkey_user: asked.json['user']['id'] });
     assert.equal(answer.status, 200, answer.html.slice(0, 800));
 
@@ -75,7 +76,7 @@ describe('sign-up with a passkey', () => {
     assert.doesNotMatch(account.html, /name="current_password"/);
 
     // Its address is verified when the link is followed, in one step in the browser signed in at sign-up.
-    const link = /(http\S+\/sign-up\/verify\?token=\S+)/.exec((await smtp.next()).parsed.text ?? '')?.[1];
+    const link = /(http\S+\/sign-up\/verify\?token=\S+)/.exec((await smtp.next(mailed + 1)).parsed.text ?? '')?.[1];
     assert.ok(link);
     const confirm = await browser.request(link);
     assert.equal((await browser.submit(confirm, '/sign-up/verify', {})).status, 200);

@@ -17,7 +17,11 @@ export interface TestSmtpServer {
   readonly port: number;
   readonly url: string;
   readonly received: ReceivedMail[];
-  /** Resolves with the `count`-th message (1-based) once it has arrived. */
+  /**
+   * Resolves with the `count`-th message (1-based) once it has arrived. Without `count`, the
+   * one after those arrived so far: a message that arrives before the call is missed, so a test
+   * counts `received` before what sends its mail and asks for that number plus one.
+   */
   next(count?: number, timeoutMs?: number): Promise<ReceivedMail>;
   close(): Promise<void>;
 }

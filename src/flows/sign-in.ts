@@ -162,8 +162,12 @@ export type PasswordChecker<T> = (
   trusted: boolean,
 ) => Promise<{ readonly kind: 'checked'; readonly matches: boolean; readonly found: T } | Busy>;
 
-/** A Tessera password: `user`'s hash, or a decoy for an unknown user, on the password queue. */
-function localCheck(deps: PasswordCheckDeps, ip: string, findUser: () => Promise<UserRecord | null>): PasswordChecker<UserRecord | null> {
+/** A Tessera password: the hash of what `findUser` finds (an account, a sign-up waiting for its link), or a decoy when it finds none, on the password queue. */
+function localCheck<H extends Pick<UserRecord, 'passwordHash'>>(
+  deps: PasswordCheckDeps,
+  ip: string,
+  findUser: () => Promise<H | null>,
+): PasswordChecker<H | null> {
   return async (password, trusted) => {
     const user = await findUser();
     // The password is checked even for an unknown user, so the answer takes as long either way.
@@ -300,10 +304,11 @@ async function checkKnownPassword(
   attempt: { readonly password: string; readonly ip: string; readonly browser?: string | null },
   reason: 'wrong_current_password' | 'wrong_sign_up_password',
 ): Promise<CurrentPasswordCheck> {
-  const result = await attemptPassword(deps, { ...attempt, username: holder.username }, async (password, trusted) => {
-    const check = await deps.passwords.verify(password, holder.passwordHash, attempt.ip, { trusted });
-    return check.kind === 'busy' ? check : { kind: 'checked', matches: check.matches, found: holder };
-  });
+  const result = await attemptPassword(
+    deps,
+    { ...attempt, username: holder.username },
+    localCheck(deps, attempt.ip, async () => holder),
+  );
   if (result.kind === 'busy') return result;
   if (result.kind === 'limited') {
     await deps.events.refused(

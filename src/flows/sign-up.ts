@@ -85,7 +85,7 @@ export interface SignUpInput {
   /** Where the person goes once the link is followed: a path on this server. */
   readonly returnTo: string;
   /**
-   * The browser the form is posted from (a hash of its CSRF cookie, as `SignUpPasskeyAnswer.browser`):
+   * The browser the form is posted from (the hash of its sign-up cookie, flows/session/cookies.ts `signUp`):
    * the link is used there in one step (flows/address-link.ts `makerFirst`). Absent: anywhere,
    * the link asks for the password.
    */
@@ -312,8 +312,8 @@ export async function findSignUp(deps: Pick<AccountDeps, 'store' | 'clock'>, tok
 }
 
 /**
- * The browser that follows a link that makes the account (`first`): which browser it is (a
- * hash of its CSRF cookie, http/passkeys.ts `ceremonyBrowser`; null when it has none), and,
+ * The browser that follows a link that makes the account (`first`): which browser it is (the
+ * hash of its sign-up cookie, flows/session/cookies.ts `signUp`; null when it has none), and,
  * where it is not the one that signed up, the password typed on the link's page and the
  * network address it came from, which the check is charged to.
  */

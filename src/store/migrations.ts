@@ -1569,8 +1569,8 @@ const samlAcsIndexes: Migration = {
 };
 
 /**
- * Version 54 (the browser that signed up): the hash of the CSRF cookie of the browser a sign-up
- * form was posted from. With TESSERA_SIGN_UP_VERIFY=first the link makes the account with the
+ * Version 54 (the browser that signed up): the hash of the sign-up cookie (`tessera_sign_up`,
+ * flows/session/cookies.ts) of the browser a sign-up form was posted from. With TESSERA_SIGN_UP_VERIFY=first the link makes the account with the
  * password or passkey that form chose, and whoever posted it may have typed someone else's
  * address: followed in that browser the link is one step; anywhere else it asks for that
  * password (flows/address-link.ts). Null for the sign-ups waiting from before, whose browser

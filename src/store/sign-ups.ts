@@ -28,8 +28,8 @@ export interface SignUpRecord {
   /** Where the person goes once the link is followed: a path on this server (the app's request). */
   readonly returnTo: string;
   /**
-   * The browser the sign-up form was posted from (a hash of its CSRF cookie, as a passkey
-   * ceremony's): a link that makes the account is used there in one step, and anywhere else
+   * The browser the sign-up form was posted from (the hash of its sign-up cookie,
+   * flows/session/cookies.ts `signUp`): a link that makes the account is used there in one step, and anywhere else
    * only with the password chosen in the form (flows/address-link.ts). Null for a sign-up
    * that waited from before version 54.
    */

@@ -6,7 +6,10 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { MessageChannel, Worker } from 'node:worker_threads';
+import { EVENT_TYPES } from '../../src/core/events.ts';
 import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
+import { SSF_SOURCE_TYPES } from '../../src/core/ssf.ts';
+import { webhookTypeOf } from '../../src/core/webhook-events.ts';
 import { migrations } from '../../src/store/migrations.ts';
 import { listEventsQuery } from '../../src/store/sql/events.ts';
 import { composeSearch, groupSearchTable, userSearchTable } from '../../src/store/sql/scim-search.ts';
@@ -267,6 +270,25 @@ describe('SQLite file shared by restarts, processes and threads', () => {
         return [JSON.stringify(filter), sql, params, index] as const;
       }),
     );
+  });
+
+  it('writes an outbox row for each event a webhook or a Shared Signals stream is told of, and none for the others (the trigger of migration 55)', async () => {
+    const path = join(dir, 'outbox-trigger.db');
+    const store = openSqliteStore(path);
+    const db = new DatabaseSync(path);
+    try {
+      for (const [index, type] of EVENT_TYPES.entries()) {
+        const id = `event-${index}`;
+        await store.events.add({ id, type, at: T0, userId: null, username: null, clientId: null, grantId: null, ip: null, userAgent: null, detail: {} });
+        const row = db.prepare('SELECT webhook_type FROM outbox_events WHERE event_id = ?').get(id);
+        const told = webhookTypeOf(type) !== null || SSF_SOURCE_TYPES.includes(type);
+        assert.equal(row !== undefined, told, `${type}: ${told ? 'no outbox row' : 'an outbox row'}`);
+        if (row !== undefined) assert.equal(row['webhook_type'], webhookTypeOf(type), `${type}: its webhook type`);
+      }
+    } finally {
+      db.close();
+      await store.close();
+    }
   });
 
   it("answers a provisioning system's lookups (userName, externalId, a group's displayName) through an index, not a scan", async () => {

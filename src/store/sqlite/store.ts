@@ -19,6 +19,7 @@ import { GroupCommit, isWriteSql } from './group-commit.ts';
 import { exchangeReader, FIND_FOR_EXCHANGE, FIND_FOR_REFRESH, refreshReader } from './joined.ts';
 import { answerRequests, WriterLink } from './link.ts';
 import { migrateSqlite } from './migrate.ts';
+import { numbered, valuesOf } from './numbered.ts';
 import { storeError } from './unavailable.ts';
 
 /** How long a statement waits for another process's write lock before failing with SQLITE_BUSY. */
@@ -244,9 +245,9 @@ function preparedStatements(db: DatabaseSync) {
   // test/store/sqlite.test.ts prepares every one against the migrated schema.
   const texts = statements(sqliteDialect);
   const prepare = (sql: string): StatementSync => {
-    const statement = db.prepare(sql);
-    // As in PostgreSQL, where only the named parameters are bound: an insert binds its record.
-    statement.setAllowUnknownNamedParameters(true);
+    const { text, names } = numbered(sql);
+    const statement = db.prepare(text);
+    parameterNames.set(statement, names);
     return statement;
   };
   const preparedByName = new Map<StatementName, StatementSync>();
@@ -272,8 +273,15 @@ function preparedStatements(db: DatabaseSync) {
   return { texts, prepared, preparedText };
 }
 
-// The SQLite dialect only ever binds strings, numbers and nulls.
-const bind = (params: Params) => params as Record<string, SQLInputValue>;
+/** The names of a prepared statement's parameters, by number (numbered.ts). */
+const parameterNames = new WeakMap<StatementSync, readonly string[]>();
+
+/**
+ * `params` as the values of `statement`'s numbered parameters. As in PostgreSQL, only the
+ * parameters the statement names are bound: an insert binds its record. (The SQLite dialect
+ * only ever binds strings, numbers and nulls.)
+ */
+const bind = (statement: StatementSync, params: Params): SQLInputValue[] => valuesOf(parameterNames.get(statement)!, params);
 
 function execute<T>(statement: StatementSync, run: (statement: StatementSync) => T): T {
   return guarded(() => run(statement));
@@ -310,20 +318,20 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
       return batch.outside(() => (batch.isWrite(statement) ? batch.write(() => execute(statement, body)) : execute(statement, body)));
     };
     return {
-      select: (sql, params) => batch.outside(() => execute(preparedText(sql), (statement) => statement.all(bind(params)))),
-      one: (name, params = {}) => run(name, (statement) => statement.get(bind(params))),
-      all: (name, params = {}) => run(name, (statement) => statement.all(bind(params))),
-      changed: (name, params) => run(name, (statement) => Number(statement.run(bind(params)).changes)),
+      select: (sql, params) => batch.outside(() => execute(preparedText(sql), (statement) => statement.all(...bind(statement, params)))),
+      one: (name, params = {}) => run(name, (statement) => statement.get(...bind(statement, params))),
+      all: (name, params = {}) => run(name, (statement) => statement.all(...bind(statement, params))),
+      changed: (name, params) => run(name, (statement) => Number(statement.run(...bind(statement, params)).changes)),
     };
   })();
   // A transaction's own calls run at once, inside it.
   const inside: Runner<StatementName> = (() => {
     const run = <T>(name: StatementName, body: (statement: StatementSync) => T): Promise<T> => batch.inside(() => execute(prepared(name), body));
     return {
-      select: (sql, params) => batch.inside(() => execute(preparedText(sql), (statement) => statement.all(bind(params)))),
-      one: (name, params = {}) => run(name, (statement) => statement.get(bind(params))),
-      all: (name, params = {}) => run(name, (statement) => statement.all(bind(params))),
-      changed: (name, params) => run(name, (statement) => Number(statement.run(bind(params)).changes)),
+      select: (sql, params) => batch.inside(() => execute(preparedText(sql), (statement) => statement.all(...bind(statement, params)))),
+      one: (name, params = {}) => run(name, (statement) => statement.get(...bind(statement, params))),
+      all: (name, params = {}) => run(name, (statement) => statement.all(...bind(statement, params))),
+      changed: (name, params) => run(name, (statement) => Number(statement.run(...bind(statement, params)).changes)),
     };
   })();
   const tx = sqlStores(sqliteDialect, inside);
@@ -341,7 +349,7 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
         savepoint.run();
         try {
           const row = first();
-          if (row !== null) for (const [name, params] of then(row)) execute(prepared(name), (statement) => statement.run(bind(params)));
+          if (row !== null) for (const [name, params] of then(row)) execute(prepared(name), (statement) => statement.run(...bind(statement, params)));
           release.run();
           return row;
         } catch (error) {
@@ -357,7 +365,9 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
   const redeem: Store['codes']['redeem'] = (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) =>
     withFollowUps(
       () => {
-        const row = execute(prepared('consumeCode'), (statement) => statement.get(bind({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })));
+        const row = execute(prepared('consumeCode'), (statement) =>
+          statement.get(...bind(statement, { hash, clientId, redirectUri, codeChallenge, dpopJkt, now })),
+        );
         return row === undefined ? null : codeFromRow(row, sqliteDialect.read);
       },
       (code) => followUpWrites(sqliteDialect, code, now, writes),
@@ -365,7 +375,7 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
   const rotateWith: Store['refreshTokens']['rotateWith'] = (hash, clientId, now, writes) =>
     withFollowUps(
       () => {
-        const row = execute(prepared('rotateRefreshToken'), (statement) => statement.get(bind({ hash, clientId, now })));
+        const row = execute(prepared('rotateRefreshToken'), (statement) => statement.get(...bind(statement, { hash, clientId, now })));
         return row === undefined ? null : refreshTokenFromRow(row, sqliteDialect.read);
       },
       (token) => followUpWrites(sqliteDialect, token, now, writes),
@@ -473,9 +483,11 @@ function sqliteThreadStore(db: DatabaseSync, link: WriterLink): Store {
   const read = <T>(statement: StatementSync, body: (statement: StatementSync) => T): Promise<T> =>
     new Promise<T>((resolve) => resolve(execute(statement, body)));
   const outside: Runner<StatementName> = {
-    select: (sql, params) => read(preparedText(sql), (statement) => statement.all(bind(params))),
-    one: (name, params = {}) => (isWrite(name) ? link.call({ op: 'one', name, params }) : read(prepared(name), (statement) => statement.get(bind(params)))),
-    all: (name, params = {}) => (isWrite(name) ? link.call({ op: 'all', name, params }) : read(prepared(name), (statement) => statement.all(bind(params)))),
+    select: (sql, params) => read(preparedText(sql), (statement) => statement.all(...bind(statement, params))),
+    one: (name, params = {}) =>
+      isWrite(name) ? link.call({ op: 'one', name, params }) : read(prepared(name), (statement) => statement.get(...bind(statement, params))),
+    all: (name, params = {}) =>
+      isWrite(name) ? link.call({ op: 'all', name, params }) : read(prepared(name), (statement) => statement.all(...bind(statement, params))),
     changed: (name, params) => link.call({ op: 'changed', name, params }),
   };
   // A transaction's statements, its reads too, run on the writer's connection inside it.

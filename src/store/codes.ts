@@ -80,14 +80,15 @@ export interface AuthorizationCodeStore {
    * writes that follow in the same transaction: the grant's use (`GrantStore.recordUse` at
    * `now`), the refresh token, the session's client and the event. Either all of them are
    * committed with the code's redemption or none is. One statement on PostgreSQL, one
-   * write of the round's group commit on SQLite.
+   * write of the round's group commit on SQLite. True when this caller redeemed it: the
+   * caller read the code before (`findForExchange`), so the record is not sent back.
    */
   redeem(
     hash: string,
     binding: { readonly clientId: string; readonly redirectUri: string; readonly codeChallenge: string; readonly dpopJkt?: string | null },
     now: number,
     writes: RedemptionWrites,
-  ): Promise<AuthorizationCodeRecord | null>;
+  ): Promise<boolean>;
 }
 
 /** A code with what an exchange of it needs to know beforehand. */

@@ -77,15 +77,16 @@ export interface RotationWrites {
 export interface RefreshTokenStore {
   create(token: RefreshTokenRecord): Promise<void>;
   /**
-   * Exchanges a refresh token: exactly one caller receives the record. It is marked rotated
-   * and returned only if it is unrotated, unexpired at `now`, issued to this client, and its
-   * grant is not revoked; otherwise nothing changes and null is returned. Only when this
+   * Exchanges a refresh token: exactly one caller is answered true. It is marked rotated only
+   * if it is unrotated, unexpired at `now`, issued to this client, and its grant is not
+   * revoked; otherwise nothing changes and the answer is false (the caller read the token
+   * before, `findForRefresh`, and `find` tells it why). Only when this
    * caller rotated it, the writes that follow (the next refresh token, the grant's use, the
    * event) are made with it, all or none: on SQLite one write of the turn's group commit, in a
    * savepoint; on PostgreSQL one statement shared with the turn's other rotations. A refresh
    * then commits once, as a code exchange does (`AuthorizationCodeStore.redeem`).
    */
-  rotateWith(hash: string, clientId: string, now: number, writes: RotationWrites): Promise<RefreshTokenRecord | null>;
+  rotateWith(hash: string, clientId: string, now: number, writes: RotationWrites): Promise<boolean>;
   /** The record whatever its state, to tell reuse from expiry or revocation. */
   find(hash: string): Promise<RefreshTokenRecord | null>;
   /**

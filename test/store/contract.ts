@@ -891,7 +891,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const refreshToken = refreshFor(code);
         const event = redeemedEvent(code);
         const writes = { activeUntil: T0 + HOUR, refreshToken, sessionClient: { sid: 'sid-redeemed', expiresAt: T0 + HOUR }, event };
-        assert.deepEqual(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, writes), { ...code, consumedAt: T0 + SECOND });
+        assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, writes), true);
+        assert.deepEqual(await store.codes.find(code.hash), { ...code, consumedAt: T0 + SECOND });
         const grant = await store.grants.get(code.grantId);
         assert.equal(grant?.lastUsedAt, T0 + SECOND);
         assert.equal(grant?.activeUntil, T0 + HOUR);
@@ -902,7 +903,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         );
         // The second redemption writes nothing.
         const again = { ...writes, refreshToken: refreshFor(code), event: redeemedEvent(code), activeUntil: T0 + 2 * HOUR };
-        assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + 2 * SECOND, again), null);
+        assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + 2 * SECOND, again), false);
         assert.equal((await store.grants.get(code.grantId))?.activeUntil, T0 + HOUR);
         assert.equal(await store.refreshTokens.find(again.refreshToken.hash), null);
         assert.equal((await store.events.list({ clientId: code.clientId, limit: 10 })).length, 1);
@@ -916,7 +917,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           await store.sessions.remove(session.idHash);
         const event = redeemedEvent(code);
         const writes = { activeUntil: T0 + HOUR, sessionClient: { sid: code.sid!, expiresAt: T0 + HOUR }, event };
-        assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, writes), null);
+        assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, writes), false);
         const [alone, batched] = await Promise.all([
           store.codes.consume(code.hash, bindingOf(code), T0 + SECOND),
           store.codes.consume(other.hash, bindingOf(other), T0 + SECOND),
@@ -936,7 +937,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const refreshToken = refreshFor(code);
         const writes = { activeUntil: T0 + HOUR, refreshToken, event: redeemedEvent(code) };
         assert.equal(await store.codes.consume(code.hash, bindingOf(code), T0 + SECOND), null);
-        assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, writes), null);
+        assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, writes), false);
         assert.deepEqual(await store.codes.find(code.hash), code);
         assert.equal((await store.grants.get(code.grantId))?.lastUsedAt, null);
         assert.equal(await store.refreshTokens.find(refreshToken.hash), null);
@@ -947,7 +948,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const code = await givenCode();
         const refreshToken = refreshFor(code);
         const writes = { activeUntil: T0 + HOUR, refreshToken, event: redeemedEvent(code) };
-        assert.equal(await store.codes.redeem(code.hash, { ...bindingOf(code), codeChallenge: 'another-challenge' }, T0 + SECOND, writes), null);
+        assert.equal(await store.codes.redeem(code.hash, { ...bindingOf(code), codeChallenge: 'another-challenge' }, T0 + SECOND, writes), false);
         assert.deepEqual(await store.codes.find(code.hash), code);
         assert.equal((await store.grants.get(code.grantId))?.lastUsedAt, null);
         assert.equal(await store.refreshTokens.find(refreshToken.hash), null);
@@ -958,14 +959,12 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const code = await givenCode({ dpopJkt: 'jkt-a' });
         const refreshToken = refreshFor(code);
         const writes = { activeUntil: T0 + HOUR, refreshToken, event: redeemedEvent(code) };
-        assert.equal(await store.codes.redeem(code.hash, { ...bindingOf(code), dpopJkt: 'jkt-b' }, T0 + SECOND, writes), null);
-        assert.equal(await store.codes.redeem(code.hash, { ...bindingOf(code), dpopJkt: null }, T0 + SECOND, writes), null);
+        assert.equal(await store.codes.redeem(code.hash, { ...bindingOf(code), dpopJkt: 'jkt-b' }, T0 + SECOND, writes), false);
+        assert.equal(await store.codes.redeem(code.hash, { ...bindingOf(code), dpopJkt: null }, T0 + SECOND, writes), false);
         assert.deepEqual(await store.codes.find(code.hash), code);
         assert.equal(await store.refreshTokens.find(refreshToken.hash), null);
-        assert.deepEqual(await store.codes.redeem(code.hash, { ...bindingOf(code), dpopJkt: 'jkt-a' }, T0 + SECOND, writes), {
-          ...code,
-          consumedAt: T0 + SECOND,
-        });
+        assert.equal(await store.codes.redeem(code.hash, { ...bindingOf(code), dpopJkt: 'jkt-a' }, T0 + SECOND, writes), true);
+        assert.deepEqual(await store.codes.find(code.hash), { ...code, consumedAt: T0 + SECOND });
       });
 
       it('leaves the code unconsumed when a write that follows fails', async () => {
@@ -1011,7 +1010,15 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         ]);
         assert.deepEqual(
           results.slice(0, 3).map((result) => (result.status === 'fulfilled' ? result.value : result.reason)),
-          [{ ...first, consumedAt: T0 + SECOND }, { ...second, consumedAt: T0 + 2 * SECOND }, null],
+          [true, true, false],
+        );
+        assert.deepEqual(
+          [
+            (await store.codes.find(first.hash))?.consumedAt,
+            (await store.codes.find(second.hash))?.consumedAt,
+            (await store.codes.find(wrong.hash))?.consumedAt,
+          ],
+          [T0 + SECOND, T0 + 2 * SECOND, null],
         );
         assert.equal(results[3]?.status, 'rejected');
         assert.deepEqual(await store.codes.find(broken.hash), broken);
@@ -1029,7 +1036,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const results = await Promise.all(
           events.map((event) => store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR, event })),
         );
-        assert.equal(results.filter((result) => result !== null).length, 1);
+        assert.equal(results.filter((result) => result).length, 1);
         assert.equal((await store.events.list({ clientId: code.clientId, limit: 30 })).length, 1);
       });
 
@@ -1685,40 +1692,37 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.refreshTokens.findForRefresh('no-such-token'), null);
       });
 
-      it('rotates a token once: the first call returns it rotated, the second returns null', async () => {
+      it('rotates a token once: the first call rotates it, the second finds it rotated', async () => {
         const token = await givenRefreshToken();
         const rotated = { ...token, rotatedAt: T0 + SECOND };
-        assert.deepEqual(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + SECOND }), rotated);
-        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + 2 * SECOND, { activeUntil: T0 + 2 * SECOND }), null);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + SECOND }), true);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + 2 * SECOND, { activeUntil: T0 + 2 * SECOND }), false);
         assert.deepEqual(await store.refreshTokens.find(token.hash), rotated);
       });
 
-      it('returns null and leaves the token unrotated when another client presents it', async () => {
+      it('rotates nothing and leaves the token unrotated when another client presents it', async () => {
         const token = await givenRefreshToken();
         const other = await givenClient();
-        assert.equal(await store.refreshTokens.rotateWith(token.hash, other.id, T0, { activeUntil: T0 }), null);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, other.id, T0, { activeUntil: T0 }), false);
         assert.deepEqual(await store.refreshTokens.find(token.hash), token);
       });
 
       it('rotates a token one millisecond before its expiry, and not from its expiry on', async () => {
         const [early, late] = [await givenRefreshToken(), await givenRefreshToken()];
-        assert.equal(
-          (await store.refreshTokens.rotateWith(early.hash, early.clientId, early.expiresAt - 1, { activeUntil: early.expiresAt - 1 }))?.hash,
-          early.hash,
-        );
-        assert.equal(await store.refreshTokens.rotateWith(late.hash, late.clientId, late.expiresAt, { activeUntil: late.expiresAt }), null);
+        assert.equal(await store.refreshTokens.rotateWith(early.hash, early.clientId, early.expiresAt - 1, { activeUntil: early.expiresAt - 1 }), true);
+        assert.equal(await store.refreshTokens.rotateWith(late.hash, late.clientId, late.expiresAt, { activeUntil: late.expiresAt }), false);
         assert.deepEqual(await store.refreshTokens.find(late.hash), late);
       });
 
-      it('returns null and leaves the token unrotated once its grant is revoked', async () => {
+      it('rotates nothing and leaves the token unrotated once its grant is revoked', async () => {
         const token = await givenRefreshToken();
         await store.grants.revoke(token.grantId, T0);
-        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + SECOND }), null);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + SECOND }), false);
         assert.deepEqual(await store.refreshTokens.find(token.hash), token);
       });
 
-      it('returns null for an unknown token', async () => {
-        assert.equal(await store.refreshTokens.rotateWith('no-such-token', 'no-such-client', T0, { activeUntil: T0 }), null);
+      it('rotates nothing for an unknown token', async () => {
+        assert.equal(await store.refreshTokens.rotateWith('no-such-token', 'no-such-client', T0, { activeUntil: T0 }), false);
       });
 
       it('rotates a token for exactly one of 20 concurrent callers', async () => {
@@ -1726,9 +1730,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const results = await Promise.all(
           Array.from({ length: 20 }, (_, i) => store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + i, { activeUntil: T0 + i })),
         );
-        const winners = results.filter((result) => result !== null);
-        assert.equal(winners.length, 1);
-        assert.deepEqual(await store.refreshTokens.find(token.hash), winners[0]);
+        const winner = results.indexOf(true);
+        assert.equal(results.filter((result) => result).length, 1);
+        assert.deepEqual(await store.refreshTokens.find(token.hash), { ...token, rotatedAt: T0 + winner });
       });
 
       let rotations = 0;
@@ -1750,10 +1754,11 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const token = await givenRefreshToken();
         const next = nextOf(token);
         const event = rotatedEvent(token);
-        assert.deepEqual(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + HOUR, refreshToken: next, event }), {
-          ...token,
-          rotatedAt: T0 + SECOND,
-        });
+        assert.equal(
+          await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, { activeUntil: T0 + HOUR, refreshToken: next, event }),
+          true,
+        );
+        assert.deepEqual(await store.refreshTokens.find(token.hash), { ...token, rotatedAt: T0 + SECOND });
         assert.deepEqual(await store.refreshTokens.find(next.hash), next);
         const grant = await store.grants.get(token.grantId);
         assert.deepEqual([grant?.lastUsedAt, grant?.activeUntil], [T0 + SECOND, T0 + HOUR]);
@@ -1762,7 +1767,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           [event.id],
         );
         const again = { activeUntil: T0 + 2 * HOUR, refreshToken: nextOf(token), event: rotatedEvent(token) };
-        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + 2 * SECOND, again), null);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + 2 * SECOND, again), false);
         assert.equal(await store.refreshTokens.find(again.refreshToken.hash), null);
         assert.equal((await store.grants.get(token.grantId))?.activeUntil, T0 + HOUR);
         assert.equal((await store.events.list({ clientId: token.clientId, limit: 10 })).length, 1);
@@ -1772,9 +1777,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const token = await givenRefreshToken();
         const other = await givenClient();
         const writes = { activeUntil: T0 + HOUR, refreshToken: nextOf(token), event: rotatedEvent(token) };
-        assert.equal(await store.refreshTokens.rotateWith(token.hash, other.id, T0 + SECOND, writes), null);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, other.id, T0 + SECOND, writes), false);
         await store.grants.revoke(token.grantId, T0);
-        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, writes), null);
+        assert.equal(await store.refreshTokens.rotateWith(token.hash, token.clientId, T0 + SECOND, writes), false);
         assert.deepEqual(await store.refreshTokens.find(token.hash), token);
         assert.equal(await store.refreshTokens.find(writes.refreshToken.hash), null);
         assert.deepEqual(await store.events.list({ clientId: token.clientId, limit: 10 }), []);
@@ -1794,7 +1799,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const token = await givenRefreshToken();
         const calls = Array.from({ length: 20 }, (_, i) => ({ activeUntil: T0 + HOUR, refreshToken: nextOf(token), event: rotatedEvent(token), at: T0 + i }));
         const results = await Promise.all(calls.map((call) => store.refreshTokens.rotateWith(token.hash, token.clientId, call.at, call)));
-        assert.equal(results.filter((result) => result !== null).length, 1);
+        assert.equal(results.filter((result) => result).length, 1);
         const stored = await Promise.all(calls.map((call) => store.refreshTokens.find(call.refreshToken.hash)));
         assert.equal(stored.filter((found) => found !== null).length, 1);
         assert.equal((await store.events.list({ clientId: token.clientId, limit: 30 })).length, 1);

@@ -447,7 +447,7 @@ const REDEEM_CODES = `
     ORDER BY s.sid, consumed.client_id, s.expires_at DESC
     ON CONFLICT (sid, client_id) DO UPDATE SET expires_at = GREATEST(session_clients.expires_at, excluded.expires_at)
   ), ${REDEEMED.recorded}
-  SELECT * FROM consumed`;
+  SELECT hash FROM consumed`;
 
 const ROTATION_TYPES = ['text', 'text', 'bigint', 'bigint'];
 const ROTATION_REFRESH_FIRST = 1 + ROTATION_TYPES.length;
@@ -473,7 +473,7 @@ const ROTATE_REFRESH_TOKENS = `
       AND EXISTS (SELECT 1 FROM grants WHERE grants.id = refresh_tokens.grant_id AND grants.revoked_at IS NULL)
     RETURNING refresh_tokens.*
   ), ${ROTATED.used}, ${ROTATED.refreshed}, ${ROTATED.recorded}
-  SELECT * FROM rotated`;
+  SELECT hash FROM rotated`;
 
 interface RedeemCall {
   readonly hash: string;
@@ -824,10 +824,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     },
     refreshTokens: {
       ...stores.refreshTokens,
-      rotateWith: async (hash, clientId, now, writes) => {
-        const row = await rotations.run({ hash, clientId, now, writes });
-        return row === undefined ? null : refreshTokenFromRow(row, read);
-      },
+      rotateWith: async (hash, clientId, now, writes) => (await rotations.run({ hash, clientId, now, writes })) !== undefined,
       async findForRefresh(hash) {
         const row = await refreshes.run(hash);
         return row === undefined ? null : { token: refreshTokenFromRow(jsonRow(row['token_row'])!, read), ...grantAndUser(row) };
@@ -843,7 +840,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
         return row === undefined ? null : { code: codeFromRow(jsonRow(row['code'])!, read), ...grantAndUser(row) };
       },
       redeem: async (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) =>
-        codeOrNull(await redeems.run({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now, writes })),
+        (await redeems.run({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now, writes })) !== undefined,
     },
     events: {
       ...stores.events,

@@ -55,6 +55,23 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
 export const LIVE_SESSION = (d: Dialect, table: string, now: string) =>
   `(${table}.sid IS NULL OR EXISTS (SELECT 1 FROM sessions WHERE sessions.sid = ${table}.sid AND sessions.expires_at > ${now} ${d.keepsRows}))`;
 
+/** The statement that redeems a code (`consume`, `redeem`), giving back `returning` of its row. */
+const consumeCode = (d: Dialect, returning: string) =>
+  // RFC 6749 §4.1.2: "The client MUST NOT use the authorization code more than once."
+  // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
+  // challenge; a mismatch leaves it untouched. RFC 9449 §10: a code bound to a DPoP key is
+  // redeemed only with a proof by that key (a NULL :dpopJkt matches no bound code).
+  // RFC 6749 §5.2: a code of a revoked grant is invalid_grant. Checked here, in the statement
+  // that redeems it, as a refresh token's rotation checks its grant: a grant revoked after
+  // the code was read (its person disabled, a replay of another code of the grant) is seen.
+  `UPDATE authorization_codes SET consumed_at = :now
+      WHERE hash = :hash AND consumed_at IS NULL AND expires_at > :now
+        AND client_id = :clientId AND redirect_uri = :redirectUri AND code_challenge = :codeChallenge
+        AND (dpop_jkt IS NULL OR dpop_jkt = :dpopJkt)
+        AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
+        AND ${LIVE_SESSION(d, 'authorization_codes', ':now')}
+      RETURNING ${returning}`;
+
 /** The statements, by name, in `d`'s SQL. */
 export function codesStatements(d: Dialect) {
   return {
@@ -63,21 +80,9 @@ export function codesStatements(d: Dialect) {
                                        code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt, id_token_claims, amr, acr, claims_locales, userinfo_claims, claims_scope)
       VALUES (:hash, :clientId, :userId, :grantId, :redirectUri, :scope, :nonce,
               :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt, :idTokenClaims, :amr, :acr, :claimsLocales, :userinfoClaims, :claimsScope)`,
-    // RFC 6749 §4.1.2: "The client MUST NOT use the authorization code more than once."
-    // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
-    // challenge; a mismatch leaves it untouched. RFC 9449 §10: a code bound to a DPoP key is
-    // redeemed only with a proof by that key (a NULL :dpopJkt matches no bound code).
-    // RFC 6749 §5.2: a code of a revoked grant is invalid_grant. Checked here, in the statement
-    // that redeems it, as a refresh token's rotation checks its grant: a grant revoked after
-    // the code was read (its person disabled, a replay of another code of the grant) is seen.
-    consumeCode: `
-      UPDATE authorization_codes SET consumed_at = :now
-      WHERE hash = :hash AND consumed_at IS NULL AND expires_at > :now
-        AND client_id = :clientId AND redirect_uri = :redirectUri AND code_challenge = :codeChallenge
-        AND (dpop_jkt IS NULL OR dpop_jkt = :dpopJkt)
-        AND EXISTS (SELECT 1 FROM grants WHERE grants.id = authorization_codes.grant_id AND grants.revoked_at IS NULL)
-        AND ${LIVE_SESSION(d, 'authorization_codes', ':now')}
-      RETURNING *`,
+    consumeCode: consumeCode(d, '*'),
+    // A redemption needs only which grant's use to record with it (`redeem`, whose caller already read the code).
+    redeemCode: consumeCode(d, 'grant_id'),
     getCode: 'SELECT * FROM authorization_codes WHERE hash = :hash',
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at < :before'),
   };
@@ -119,10 +124,10 @@ export function codesStores(
         return found === null ? null : { code: found, ...(await grantAndUserOf(others, found)) };
       },
       async redeem(hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) {
-        const redeemed = await first('consumeCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, code);
-        if (redeemed === null) return null;
-        for (const [name, params] of followUpWrites(d, redeemed, now, writes)) await q.changed(name, params);
-        return redeemed;
+        const grantId = await first('redeemCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, (row) => text(row, 'grant_id'));
+        if (grantId === null) return false;
+        for (const [name, params] of followUpWrites(d, { grantId, clientId }, now, writes)) await q.changed(name, params);
+        return true;
       },
     },
   };

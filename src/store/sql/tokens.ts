@@ -50,7 +50,7 @@ export function tokensStatements(d: Dialect) {
       UPDATE refresh_tokens SET rotated_at = :now
       WHERE hash = :hash AND client_id = :clientId AND rotated_at IS NULL AND expires_at > :now
         AND EXISTS (SELECT 1 FROM grants WHERE grants.id = refresh_tokens.grant_id AND grants.revoked_at IS NULL)
-      RETURNING *`,
+      RETURNING grant_id`,
     getRefreshToken: 'SELECT * FROM refresh_tokens WHERE hash = :hash',
     revokeAccessToken: `
       INSERT INTO revoked_access_tokens (jti, expires_at) VALUES (:jti, :expiresAt)
@@ -131,10 +131,10 @@ export function tokensStores(
     refreshTokens: {
       create: (token) => write('insertRefreshToken', refreshTokenParams(d, token)),
       async rotateWith(hash, clientId, now, writes) {
-        const rotated = await first('rotateRefreshToken', { hash, clientId, now }, refreshToken);
-        if (rotated === null) return null;
-        for (const [name, params] of followUpWrites(d, rotated, now, writes)) await q.changed(name, params);
-        return rotated;
+        const grantId = await first('rotateRefreshToken', { hash, clientId, now }, (row) => text(row, 'grant_id'));
+        if (grantId === null) return false;
+        for (const [name, params] of followUpWrites(d, { grantId, clientId }, now, writes)) await q.changed(name, params);
+        return true;
       },
       find: (hash) => first('getRefreshToken', { hash }, refreshToken),
       async findForRefresh(hash) {

@@ -9,8 +9,7 @@ import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type { MessagePort } from 'node:worker_threads';
 import { CorruptRowError, integer, jsonObject, stringList, text, type ColumnReader } from '../rows.ts';
-import { codeFromRow } from '../sql/codes.ts';
-import { followUpWrites, refreshTokenFromRow } from '../sql/tokens.ts';
+import { followUpWrites } from '../sql/tokens.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
@@ -342,16 +341,19 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
   const savepoint = db.prepare('SAVEPOINT tessera_redeem');
   const release = db.prepare('RELEASE tessera_redeem');
   const rollback = db.prepare('ROLLBACK TO tessera_redeem');
-  /** `first`'s row, if its statement changed one, with `then`'s statements run after it, in one savepoint of the round's commit. */
-  const withFollowUps = <T>(first: () => T | null, then: (row: T) => readonly [StatementName, Params][]): Promise<T | null> =>
+  /**
+   * Whether `redeem` (a code's redemption, a refresh token's rotation) changed its row; when it
+   * did, the writes that follow it for that grant, in one savepoint of the round's commit.
+   */
+  const withFollowUps = (redeem: () => string | null, then: (grantId: string) => readonly [StatementName, Params][]): Promise<boolean> =>
     batch.outside(() =>
       batch.write(() => {
         savepoint.run();
         try {
-          const row = first();
-          if (row !== null) for (const [name, params] of then(row)) execute(prepared(name), (statement) => statement.run(...bind(statement, params)));
+          const grantId = redeem();
+          if (grantId !== null) for (const [name, params] of then(grantId)) execute(prepared(name), (statement) => statement.run(...bind(statement, params)));
           release.run();
-          return row;
+          return grantId !== null;
         } catch (error) {
           // A failure that ended the whole transaction took the savepoint with it.
           if (db.isTransaction) {
@@ -362,23 +364,20 @@ function sqliteStore(db: DatabaseSync): SqliteParts {
         }
       }),
     );
+  /** The grant of the row `name` changed (its `RETURNING grant_id`), or null when it changed none. */
+  const changedGrant = (name: 'redeemCode' | 'rotateRefreshToken', params: Params): string | null => {
+    const row = execute(prepared(name), (statement) => statement.get(...bind(statement, params)));
+    return row === undefined ? null : text(row, 'grant_id');
+  };
   const redeem: Store['codes']['redeem'] = (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) =>
     withFollowUps(
-      () => {
-        const row = execute(prepared('consumeCode'), (statement) =>
-          statement.get(...bind(statement, { hash, clientId, redirectUri, codeChallenge, dpopJkt, now })),
-        );
-        return row === undefined ? null : codeFromRow(row, sqliteDialect.read);
-      },
-      (code) => followUpWrites(sqliteDialect, code, now, writes),
+      () => changedGrant('redeemCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }),
+      (grantId) => followUpWrites(sqliteDialect, { grantId, clientId }, now, writes),
     );
   const rotateWith: Store['refreshTokens']['rotateWith'] = (hash, clientId, now, writes) =>
     withFollowUps(
-      () => {
-        const row = execute(prepared('rotateRefreshToken'), (statement) => statement.get(...bind(statement, { hash, clientId, now })));
-        return row === undefined ? null : refreshTokenFromRow(row, sqliteDialect.read);
-      },
-      (token) => followUpWrites(sqliteDialect, token, now, writes),
+      () => changedGrant('rotateRefreshToken', { hash, clientId, now }),
+      (grantId) => followUpWrites(sqliteDialect, { grantId, clientId }, now, writes),
     );
 
   const { clients, forgetClients } = keptClients(db, stores.clients);

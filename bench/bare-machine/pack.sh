@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what the bench needs on a bare x86-64 Linux machine (no Node.js, no npm, no network, no
 # PostgreSQL) into .bare-machine/ (git-ignored), for bench/bare-machine/run.sh there. See
-# docs/benchmarks.md, "On a lent machine".
+# docs/benchmarks.md, "On a bare lent machine".
 #
 #   bench/bare-machine/pack.sh [--against REF]
 #
@@ -61,8 +61,10 @@ fi
 BENCH_NM=$(realpath bench/node_modules)
 PG_DIR=/usr/lib/postgresql/$PG_MAJOR
 [ -x "$PG_DIR/bin/postgres" ] || die "no PostgreSQL $PG_MAJOR in $PG_DIR (apt-get install postgresql-$PG_MAJOR)"
+AGAINST_NOTE=none
 if [ -n "$AGAINST" ]; then
   AGAINST_COMMIT=$(git rev-parse --verify --short "$AGAINST^{commit}") || die "--against $AGAINST: not a commit here"
+  AGAINST_NOTE="$AGAINST ($AGAINST_COMMIT), unpacked to /tmp/before"
 fi
 mkdir -p "$BUNDLE"
 STAGE=$(mktemp -d)
@@ -168,7 +170,7 @@ packed $(date -u +%FT%TZ) by bench/bare-machine/pack.sh at $HEAD_COMMIT on $(hos
 node: $NODE_VERSION (sha256 $NODE_SHA)
 node_modules: ${#NM_PATHS[@]} packages from $NM_ROOT; package-lock.json sha256 $(sha256sum <"$NM_ROOT/package-lock.json" | cut -d' ' -f1)
 postgresql: $PG_VERSION; $ICU_NOTE
-against: ${AGAINST:+$AGAINST ($AGAINST_COMMIT)}${AGAINST:-none}
+against: $AGAINST_NOTE
 EOF
 
 # What travels: the tracked and untracked-not-ignored files, shared/ where there is one, and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The bench on a bare x86-64 Linux machine (no Node.js, no network, no PostgreSQL; root), from
 # the bundle bench/bare-machine/pack.sh wrote into .bare-machine/. See docs/benchmarks.md,
-# "On a lent machine". From the checkout's root:
+# "On a bare lent machine". From the checkout's root:
 #
 #   BENCH_ARGS='--quick --scenario code_exchange' bash bench/bare-machine/run.sh
 #
@@ -53,7 +53,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 # xz -dc, or Python's lzma where xz is not installed (a CUDA image has Python).
 unxz() {
-  if have xz; then xz -dc -- "$1"; return; fi
+  if xz --version >/dev/null 2>&1; then xz -dc -- "$1"; return; fi
   local py
   for py in python3 /usr/bin/python3; do
     if have "$py" && "$py" -c 'import lzma' 2>/dev/null; then
@@ -125,7 +125,7 @@ setup_postgres() {
   libs=$(LD_LIBRARY_PATH=$PGLIB ldd "$PGBIN/postgres" "$PGBIN/initdb")
   if grep 'not found' <<<"$libs"; then echo "a library is missing"; return 1; fi
   outside=$(awk -v lib="$PGLIB/" '$2 == "=>" && index($3, lib) != 1 { print $1 }' <<<"$libs" | sort -u)
-  echo "libraries from the machine: $(echo $outside)"
+  echo "libraries from the machine: ${outside//$'\n'/ }"
   if grep -vqE '^(libc|libm|libdl|libpthread|librt|libresolv)\.so' <<<"$outside"; then
     warn "a library other than glibc's comes from the machine"
   fi
@@ -157,8 +157,8 @@ EOF
     { tail -30 "$PG_RUN/postgres.log"; echo "pg_ctl start failed"; return 1; }
 
   # Connect as the bench will: node's pg, over TCP.
-  local i
-  for i in $(seq 1 20); do
+  local _
+  for _ in $(seq 1 20); do
     if node -e '
       const c = new (require("pg").Client)({ connectionString: process.argv[1], connectionTimeoutMillis: 2000 });
       c.connect()
@@ -178,7 +178,7 @@ EOF
 # One run of bench/run.ts: $1 its arguments, $2 its number.
 run_bench() {
   local args extra=() pin=() a has_pg=0 has_server_cpus=0 out=$RESULTS/bench-$2 log=$OUT/bench$2.log
-  set -f; args=($1); set +f
+  read -r -a args <<<"$1" # split on blanks, no globbing
   for a in "${args[@]}"; do
     case $a in
       --postgres | --postgres=* | --no-postgres) has_pg=1 ;;
@@ -260,6 +260,8 @@ main() {
     rm -rf "$BEFORE" && mkdir -p "$BEFORE" && unxz "$BUNDLE/before.tar.xz" | tar -xf - -C "$BEFORE" || die "unpacking before.tar.xz failed"
     ln -s "$ROOT/node_modules" "$BEFORE/node_modules"
     [ ! -f "$BEFORE/bin/warm-compile-cache.js" ] || (cd "$BEFORE" && node bin/warm-compile-cache.js) || warn "its warm-compile-cache.js exited $?"
+  elif [[ "${BENCH_ARGS:-} ${BENCH_ARGS2:-} ${BENCH_ARGS3:-}" == *"$BEFORE"* ]]; then
+    warn "the arguments name $BEFORE but the bundle has no before.tar.xz (pack.sh --against REF)"
   fi
   step "SET UP in $(elapsed) s"
 

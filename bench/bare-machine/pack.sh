@@ -70,7 +70,7 @@ mkdir -p "$BUNDLE"
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 
-# --- node.xz: xz -9 of 120 MiB takes a core about two minutes, so it is kept while the binary
+# --- node.xz: xz -9 of 120 MiB takes a core a minute or two, so it is kept while the binary
 # it was made from (its sha256 in node.sha256) is the same.
 NODE_VERSION=$("$NODE_SRC" --version)
 NODE_SHA=$(sha256sum "$NODE_SRC" | cut -d' ' -f1)

@@ -107,6 +107,13 @@ stop_postgres() {
 setup_postgres() {
   [ -f "$BUNDLE/pg.tar.xz" ] || { echo "no $BUNDLE/pg.tar.xz"; return 1; }
   pick_pg_user || return 1
+  # A call stopped at the tool's limit leaves its PostgreSQL running (a daemon outlives the call).
+  local old
+  old=$(head -1 "$PG_DATA/postmaster.pid" 2>/dev/null)
+  if [ -n "$old" ] && kill -INT "$old" 2>/dev/null; then
+    echo "stopping the PostgreSQL an earlier call left ($old)"
+    for _ in $(seq 1 30); do kill -0 "$old" 2>/dev/null || break; sleep 1; done
+  fi
   rm -rf "$PG_PREFIX" "$PG_DATA" "$PG_RUN"
   mkdir -p "$PG_PREFIX" "$PG_DATA" "$PG_RUN" || return 1
   unxz "$BUNDLE/pg.tar.xz" | tar -xf - -C "$PG_PREFIX" || { echo "unpacking pg.tar.xz failed"; return 1; }
@@ -233,7 +240,9 @@ main() {
     warn "package-lock.json is not the one the bundle's node_modules were packed with"
 
   step "NODE -> $NODE_DIR/node"
-  mkdir -p "$NODE_DIR" && unxz "$BUNDLE/node.xz" >"$NODE_DIR/node" && chmod 755 "$NODE_DIR/node" || die "unpacking node.xz failed"
+  # Beside, then renamed: a node still running from an earlier call keeps its file.
+  mkdir -p "$NODE_DIR" && unxz "$BUNDLE/node.xz" >"$NODE_DIR/node.new" && chmod 755 "$NODE_DIR/node.new" &&
+    mv -f "$NODE_DIR/node.new" "$NODE_DIR/node" || die "unpacking node.xz failed"
   export PATH="$NODE_DIR:$PATH"
   [ "$(command -v node)" = "$NODE_DIR/node" ] || die "node is $(command -v node), not $NODE_DIR/node"
   node -p '`node ${process.version} at ${process.execPath}`' || die "node does not run"

@@ -145,11 +145,11 @@ async function sendRedemptions({ port, from, to, inFlight }: Task): Promise<void
           detail: {},
         },
       };
-      const redeemed = await link.call({
+      const redeemed = await link.call<boolean>({
         op: 'redeem',
         args: [`code-${index}`, { clientId: 'app', redirectUri: REDIRECT_URI, codeChallenge: CHALLENGE, dpopJkt: null }, now, writes],
       });
-      if (redeemed === null) throw new Error(`code-${index} was not redeemed`);
+      if (!redeemed) throw new Error(`code-${index} was not redeemed`);
     }
   };
   await Promise.all(Array.from({ length: inFlight }, one));

@@ -237,4 +237,21 @@ describe('npm run bench (smoke)', () => {
       assert.ok(svg.includes(name), name);
     assert.equal(scaleChart('code_exchange', '', [scalePointOf('tessera/sqlite', 100, 10), scalePointOf('oidc-provider', 90, 30)]), null);
   });
+
+  it("measures the writer's ceiling (bench/writer-ceiling.ts): every code redeemed once through the one writer, and its CPU a redemption printed", async () => {
+    const child = spawn(
+      process.execPath,
+      ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/writer-ceiling.ts'), '--threads', '2', '--in-flight', '5', '--codes', '200', '--runs', '1'],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await within(new Promise<number | null>((resolve) => child.once('exit', resolve)), 'the writer ceiling to finish', 60_000);
+    // A code not redeemed (a redemption that answered false) ends the script with an error.
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /run 1: 200 redemptions from 2 threads/);
+    assert.match(stdout, /median: [\d.]+ µs a redemption on the writer thread/);
+  });
 });

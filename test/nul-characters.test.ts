@@ -55,6 +55,16 @@ describePostgres('a NUL character in an unauthenticated value, on PostgreSQL', (
       assertOAuthError(known, 400, 'invalid_request');
       assert.match(String(known.body['error_description']), /scope .*NUL/, path);
     }
+    // RFC 8707 §2: resource may be repeated; a NUL in any of its values is refused as well.
+    const repeated = await postForm(
+      `${server.url}${TOKEN_PATH}`,
+      'grant_type=client_credentials&resource=https%3A%2F%2Fa.example&resource=https%3A%2F%2Fb.example%00',
+      {
+        authorization,
+      },
+    );
+    assertOAuthError(repeated, 400, 'invalid_request');
+    assert.match(String(repeated.body['error_description']), /resource .*NUL/);
   });
 
   it('refuses one in the query or the form of an endpoint a browser is sent to with a 400 page, before anything is looked up', async () => {

@@ -65,11 +65,17 @@ export const SSF_SOURCES: Readonly<Record<string, readonly EventType[]>> = {
   [SSF_EVENTS.VERIFICATION]: ['ssf.verification'],
 };
 
+/** The SSF event each source type is sent as, the first that names it (asked of every event a request publishes). */
+const SSF_TYPE_OF = new Map<EventType, string>(
+  Object.entries(SSF_SOURCES)
+    .flatMap(([uri, types]) => types.map((type) => [type, uri] as const))
+    .reverse(),
+);
+
 /** The SSF event an audit event is sent as, or null when no stream hears of it. */
 export function ssfTypeOf(event: Pick<AuditEvent, 'type' | 'detail'>): string | null {
   if (event.type === 'passkey.refused') return event.detail['reason'] === 'cloned' ? SSF_EVENTS.CREDENTIAL_COMPROMISE : null;
-  for (const [uri, types] of Object.entries(SSF_SOURCES)) if (types.includes(event.type)) return uri;
-  return null;
+  return SSF_TYPE_OF.get(event.type) ?? null;
 }
 
 /** Every audit type some SSF event is made of: what wakes the dispatcher, and the trigger's WHEN. */

@@ -26,9 +26,11 @@ export function parseParams(raw: string): Record<string, string | string[]> {
  * server_error (a client_id with one did so at the token endpoint, before any authentication).
  */
 function checkNoNul(params: Record<string, string | string[]>): void {
-  for (const [name, value] of Object.entries(params)) {
+  // for…in over the parser's own null-prototype object: no array of entries a request.
+  for (const name in params) {
+    const value = params[name]!;
     if (name.includes('\u0000')) throw new OAuthError('invalid_request', 'a parameter name holds a NUL character (%00), which none may');
-    if ((Array.isArray(value) ? value : [value]).some((one) => one.includes('\u0000')))
+    if (Array.isArray(value) ? value.some((one) => one.includes('\u0000')) : value.includes('\u0000'))
       throw new OAuthError('invalid_request', `parameter ${name} holds a NUL character (%00), which no parameter may`);
   }
 }

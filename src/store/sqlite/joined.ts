@@ -28,12 +28,20 @@ export const FIND_FOR_REFRESH = `
   SELECT * FROM refresh_tokens t LEFT JOIN grants g ON g.id = t.grant_id LEFT JOIN users u ON u.id = t.user_id
   WHERE t.hash = :hash`;
 
-/** Which value of the joined row is which column of which table, in the statement's order. */
-type Layout = readonly (readonly (readonly [column: string, index: number])[])[];
+/**
+ * Which value of the joined row is which column of which table, in the statement's order, and
+ * each table's row with every column null: a row is made as a copy of it, every key in place,
+ * rather than grown key by key (which copied the object's property store as it grew, for the
+ * three rows of every code exchange and refresh).
+ */
+type Layout = readonly { readonly columns: readonly (readonly [column: string, index: number])[]; readonly blank: Readonly<Row> }[];
 
 function layoutOf(statement: StatementSync, tables: readonly string[]): Layout {
   const columns = statement.columns();
-  return tables.map((table) => columns.flatMap((column, index) => (column.table === table ? [[column.column ?? column.name, index] as const] : [])));
+  return tables.map((table) => {
+    const own = columns.flatMap((column, index) => (column.table === table ? [[column.column ?? column.name, index] as const] : []));
+    return { columns: own, blank: Object.fromEntries(own.map(([column]) => [column, null])) };
+  });
 }
 
 /**
@@ -44,7 +52,7 @@ function layoutOf(statement: StatementSync, tables: readonly string[]): Layout {
 export function joinedRows(statement: StatementSync, tables: readonly string[]): (params: Record<string, SQLInputValue>) => (Row | null)[] | undefined {
   statement.setReturnArrays(true);
   let layout = layoutOf(statement, tables);
-  let width = layout.reduce((sum, columns) => sum + columns.length, 0);
+  let width = layout.reduce((sum, table) => sum + table.columns.length, 0);
   return (params) => {
     const values = statement.get(params) as unknown as readonly unknown[] | undefined;
     if (values === undefined) return undefined;
@@ -52,10 +60,10 @@ export function joinedRows(statement: StatementSync, tables: readonly string[]):
     // connection changed the schema (a migration): read the layout again when it did.
     if (values.length !== width) {
       layout = layoutOf(statement, tables);
-      width = layout.reduce((sum, columns) => sum + columns.length, 0);
+      width = layout.reduce((sum, table) => sum + table.columns.length, 0);
     }
-    return layout.map((columns) => {
-      const row: Record<string, unknown> = {};
+    return layout.map(({ columns, blank }) => {
+      const row: Record<string, unknown> = { ...blank };
       let found = false;
       for (const [column, index] of columns) {
         const value = values[index];

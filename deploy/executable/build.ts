@@ -134,6 +134,18 @@ const REWRITES: readonly Rewrite[] = [
     why: "node:http and node:https, required as the script's own built-ins",
   },
   {
+    file: 'src/core/outbound.ts',
+    from: 'const load = createRequire(import.meta.url);',
+    to: () => '',
+    why: "undici's parts are required from the bundle itself",
+  },
+  {
+    file: 'src/core/outbound.ts',
+    from: /\bload\('(undici\/lib\/[a-z/-]+\.js)'\)/g,
+    to: (match) => `require('${match[1]}')`,
+    why: "undici's Agent, connector and request, loaded on the first request to a URL a client registered",
+  },
+  {
     file: 'src/flows/saml/xml.ts',
     from: "createRequire(import.meta.url)('@xmldom/xmldom')",
     to: () => "require('@xmldom/xmldom')",

@@ -14,8 +14,9 @@
  * operator added go through `upstreamFetch`, which bounds how much of an answer is read.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
+import { createRequire } from 'node:module';
 import { isIP, type LookupFunction } from 'node:net';
-import type { Dispatcher } from 'undici';
+import type * as Undici from 'undici';
 import { isLoopbackHost, isPrivateNetworkHost } from './networks.ts';
 
 /** `dns.lookup` with every address at once, as the guard needs; replaceable in tests. */
@@ -100,8 +101,8 @@ export function publicNetworkLookup(rule: UrlRule = { selfRegistered: false, all
  * through (a webhook at http://10.0.0.8/ added while private networks were allowed was still
  * delivered once they were not).
  */
-function guardedConnector(undici: typeof import('undici'), rule: UrlRule, resolve?: Resolver): import('undici').buildConnector.connector {
-  const connect = undici.buildConnector({ lookup: publicNetworkLookup(rule, resolve) });
+function guardedConnector(rule: UrlRule, resolve?: Resolver): Undici.buildConnector.connector {
+  const connect = undici().buildConnector({ lookup: publicNetworkLookup(rule, resolve) });
   return (options, callback) => {
     const host = options.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host) !== 0 && requestRefusal(host, rule) !== null) {
@@ -112,6 +113,34 @@ function guardedConnector(undici: typeof import('undici'), rule: UrlRule, resolv
   };
 }
 
+/** The parts of undici the server uses: its Agent (its pools and clients), its connector, and `request`. */
+interface UndiciParts {
+  readonly Agent: typeof Undici.Agent;
+  readonly buildConnector: typeof Undici.buildConnector;
+  readonly request: (this: Undici.Dispatcher, options: Undici.Dispatcher.RequestOptions) => Promise<Undici.Dispatcher.ResponseData>;
+}
+
+const load = createRequire(import.meta.url);
+let undiciParts: UndiciParts | undefined;
+
+/**
+ * undici, loaded on the first request to a URL a client registered, not at start: most servers
+ * never make one. Each part from its own module rather than undici's index, which also loads
+ * undici's fetch, WebSocket, EventSource, cache and mock modules and, through them, Node's own
+ * copy of undici, readline, worker_threads and zlib: 5–6 MiB of a server's memory, for none of
+ * which a POST or Node's fetch with this Agent asks (docs/benchmarks.md, "The events flood's
+ * peak RSS"). undici has no `exports` map, so these paths resolve as any file of it;
+ * test/outbound.test.ts posts and fetches through them.
+ */
+function undici(): UndiciParts {
+  undiciParts ??= {
+    Agent: load('undici/lib/dispatcher/agent.js') as typeof Undici.Agent,
+    buildConnector: load('undici/lib/core/connect.js') as typeof Undici.buildConnector,
+    request: load('undici/lib/api/api-request.js') as UndiciParts['request'],
+  };
+  return undiciParts;
+}
+
 /**
  * `fetch` for URLs a client registered: connecting only to the addresses `rule` allows
  * (outside private networks unless `allowPrivateNetworks`; never loopback for an app that
@@ -119,13 +148,12 @@ function guardedConnector(undici: typeof import('undici'), rule: UrlRule, resolv
  */
 export function outboundFetch(rule: UrlRule, resolve?: Resolver): typeof fetch {
   if (rule.allowPrivateNetworks && !rule.selfRegistered) return fetch;
-  // undici is loaded on the first such request, not at start: most servers never make one,
-  // and loading it holds about 5 MiB (docs/benchmarks.md, "Peak RSS").
-  let dispatcher: Promise<Dispatcher> | undefined;
+  // Made on the first such request (undici loaded then).
+  let dispatcher: Undici.Dispatcher | undefined;
   // Node's fetch is undici's and takes its dispatcher; RequestInit's type does not name it.
   return async (input, init) => {
-    dispatcher ??= import('undici').then((undici) => new undici.Agent({ connect: guardedConnector(undici, rule, resolve) }));
-    return fetch(input, { ...init, dispatcher: await dispatcher } as RequestInit);
+    dispatcher ??= new (undici().Agent)({ connect: guardedConnector(rule, resolve) });
+    return fetch(input, { ...init, dispatcher } as RequestInit);
   };
 }
 
@@ -166,11 +194,11 @@ const DISCARDED_ANSWER_LIMIT_BYTES = 16 * 1024;
  */
 export function outboundPost(rule: UrlRule, resolve?: Resolver): Poster {
   const open = rule.allowPrivateNetworks && !rule.selfRegistered;
-  // Loaded on the first delivery, as outboundFetch's is.
-  let dispatcher: Promise<Dispatcher> | undefined;
+  // Made on the first delivery (undici loaded then), as outboundFetch's is.
+  let agent: Undici.Dispatcher | undefined;
   return async (url, { headers, body, signal, timeoutMs, readAnswer, answerLimitBytes = 0 }) => {
-    dispatcher ??= import('undici').then((undici) => new undici.Agent(open ? {} : { connect: guardedConnector(undici, rule, resolve) }));
-    const agent = await dispatcher;
+    const { Agent, request } = undici();
+    agent ??= new Agent(open ? {} : { connect: guardedConnector(rule, resolve) });
     const { origin, pathname, search } = new URL(url);
     // One timer and one controller per request: AbortSignal.timeout and AbortSignal.any cost more.
     const controller = new AbortController();
@@ -184,7 +212,7 @@ export function outboundPost(rule: UrlRule, resolve?: Resolver): Poster {
     let draining = false;
     try {
       if (signal.aborted) stop();
-      const answer = await agent.request({ origin, path: `${pathname}${search}`, method: 'POST', headers, body, signal: controller.signal });
+      const answer = await request.call(agent, { origin, path: `${pathname}${search}`, method: 'POST', headers, body, signal: controller.signal });
       if (readAnswer?.(answer.statusCode) !== true) {
         // Read to its end in the background, within the same time limit, when short (the
         // connection is then kept); a longer or slower one has its connection closed.

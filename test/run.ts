@@ -1,6 +1,8 @@
 /**
- * `npm test`: the whole suite, in a few processes side by side (`--shards N`, one more than the
- * machine has cores by default: a shard waiting on a browser or a database leaves a core to another),
+ * `npm test`: the whole suite, in a few processes side by side (`--shards N`, two more than the
+ * machine has cores by default: a shard waiting on a browser, a database, a child process or a
+ * timer leaves its core to another; on two cores four shards took 137-138.5 s where three took
+ * 145-152 s, docs/testing.md),
  * each running its share of the test files one after another (`node --test
  * --test-isolation=none`). `npm test -- FILE…` runs only those files.
  *
@@ -64,7 +66,7 @@ const COUNTS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { shards: { type: 'string', default: String(availableParallelism() + 1) }, record: { type: 'boolean', default: false } },
+  options: { shards: { type: 'string', default: String(availableParallelism() + 2) }, record: { type: 'boolean', default: false } },
 });
 const shardCount = Number(values.shards);
 if (!Number.isInteger(shardCount) || shardCount < 1) {

@@ -212,7 +212,8 @@ function cpuList(raw: string): string {
 
 function againstCheckout(dir: string): { root: string; name: string } {
   const root = resolve(dir);
-  if (!existsSync(join(root, 'bench/tessera-server.ts'))) throw new Error(`--against ${dir}: not a Tessera checkout (no bench/tessera-server.ts)`);
+  if (!['bench/tessera-server.js', 'bench/tessera-server.ts'].some((script) => existsSync(join(root, script))))
+    throw new Error(`--against ${dir}: not a Tessera checkout (no bench/tessera-server.js or .ts)`);
   if (!existsSync(join(root, 'node_modules'))) throw new Error(`--against ${dir}: no node_modules (run npm install there, or link this checkout's)`);
   return { root, name: basename(root) };
 }
@@ -298,8 +299,18 @@ async function measure(settings: Settings, prepared: readonly Prepared[]): Promi
     live.map((entry) => entry.target),
   );
   const samples = new Map<Prepared, Sample[]>(live.map((entry) => [entry, []]));
+  // The targets take turns at going first, run by run (each target's rows still in their
+  // order: a flood's rows build on the one before). In a fixed order the target measured
+  // second was favoured: an events_flood run with the same code on both sides of --against
+  // put it at 1.12x the first's rate; taking turns, 1.00x, then 0.94x (docs/benchmarks.md,
+  // "The events flood's peak RSS").
+  const rowsByTarget = new Map<Target, Prepared[]>();
+  for (const entry of live) rowsByTarget.set(entry.target, [...(rowsByTarget.get(entry.target) ?? []), entry]);
+  const byTarget = [...rowsByTarget.values()];
   for (let i = 0; i < settings.runs; i += 1) {
-    for (const entry of live) samples.get(entry)!.push(await entry.run!(settings.duration));
+    for (const rowsOfTarget of i % 2 === 0 ? byTarget : byTarget.toReversed()) {
+      for (const entry of rowsOfTarget) samples.get(entry)!.push(await entry.run!(settings.duration));
+    }
   }
   return prepared.map((entry) =>
     entry.run

@@ -338,7 +338,9 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   const children: ChildProcess[] = [];
   const spawnOne = (port: number) => {
     const root = options.against?.root ?? ROOT;
-    const script = join(root, options.baseline ? 'bench/baseline.ts' : 'bench/tessera-server.ts');
+    // An --against checkout from before bench/tessera-server.js has the TypeScript one.
+    const server = existsSync(join(root, 'bench/tessera-server.js')) ? 'bench/tessera-server.js' : 'bench/tessera-server.ts';
+    const script = join(root, options.baseline ? 'bench/baseline.ts' : server);
     const start = options.baseline ? { flags: ['--disable-warning=ExperimentalWarning'], env: {} } : startCommand(root);
     return spawnServer(
       label,

@@ -4,12 +4,19 @@
  * `BENCH_DEVICE_INTERVAL` sets the device poll interval (see docs/benchmarks.md: a pool of
  * codes polled thousands of times a second cannot wait 5 s between polls of one code).
  * Tells the driver over IPC when every worker listens.
+ *
+ * Plain JavaScript, unlike the rest of the bench: the server's modules come from the compile
+ * cache `npm install` fills (bin/warm-compile-cache.js, src/ only), and this script, as
+ * TypeScript, was the one module left to strip on the first run in a checkout. Stripping it
+ * loads the type stripper, whose WebAssembly memory stays for the process's life: the first
+ * run of a fresh `--against` checkout measured its server about 13 MiB heavier than the same
+ * code beside it (docs/benchmarks.md, "The events flood's peak RSS").
  */
 import cluster from 'node:cluster';
 import { loadConfig } from '../src/config/index.ts';
 import { serve } from '../src/main.ts';
 
 const config = loadConfig();
-const interval = process.env['BENCH_DEVICE_INTERVAL'];
+const interval = process.env.BENCH_DEVICE_INTERVAL;
 await serve(interval === undefined ? config : { ...config, device: { ...config.device, interval: Number(interval) } });
 if (cluster.isPrimary) process.send?.({ type: 'ready' });

@@ -7,10 +7,9 @@
  *
  * Plain JavaScript, unlike the rest of the bench: the server's modules come from the compile
  * cache `npm install` fills (bin/warm-compile-cache.js, src/ only), and this script, as
- * TypeScript, was the one module left to strip on the first run in a checkout. Stripping it
- * loads the type stripper, whose WebAssembly memory stays for the process's life: the first
- * run of a fresh `--against` checkout measured its server about 13 MiB heavier than the same
- * code beside it (docs/benchmarks.md, "The events flood's peak RSS").
+ * TypeScript, was a module left to strip on the first run in a checkout. Stripping any module
+ * loads the type stripper, whose WebAssembly memory stays for the process's life, and the
+ * bench reports the server's peak RSS (docs/benchmarks.md, "The events flood's peak RSS").
  */
 import cluster from 'node:cluster';
 import { loadConfig } from '../src/config/index.ts';

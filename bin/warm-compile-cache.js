@@ -12,6 +12,7 @@
  */
 // Default imports, read after the version check: an older Node.js has neither globSync nor
 // enableCompileCache, and a named import of either would fail before this file runs.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import module from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +25,18 @@ const [major, minor] = /^>=\s*(\d+)(?:\.(\d+))?/
   .map((part) => Number(part || 0));
 const [running, runningMinor] = process.versions.node.split('.').map(Number);
 const cache = /\bNODE_COMPILE_CACHE=(\S+)/.exec(pkg.scripts.start ?? '')?.[1];
-if ((running > major || (running === major && runningMinor >= minor)) && cache && fs.existsSync(new URL('../src/main.ts', import.meta.url))) {
+// The flags npm start gives Node. V8 keeps a hash of its flags with each module it caches and
+// refuses the cache under other flags: filled without them, the cache was refused at the first
+// `npm start` after an install, which stripped every module's types itself and kept the type
+// stripper (test/compile-cache.test.ts). So the modules are imported under the same flags, in
+// a Node.js started with them, which runs this file again.
+const startFlags = (/\bexec node ((?:--\S+ )*)src\/main\.ts/.exec(pkg.scripts.start ?? '')?.[1] ?? '').split(' ').filter(Boolean);
+const newEnough = running > major || (running === major && runningMinor >= minor);
+if (newEnough && cache && !startFlags.every((flag) => process.execArgv.includes(flag))) {
+  spawnSync(process.execPath, [...startFlags, fileURLToPath(import.meta.url)], { stdio: 'inherit' });
+  process.exit(0);
+}
+if (newEnough && cache && fs.existsSync(new URL('../src/main.ts', import.meta.url))) {
   // Quiet, as npm prints what a postinstall writes: a warning a module's import emits is not the install's.
   process.removeAllListeners('warning');
   // An import that never settled would otherwise end the process with code 13 and fail the

@@ -21,10 +21,13 @@ describe("npm start's compile cache", () => {
     // As npm runs it after an install: Node.js 24 on the PATH, in the checkout.
     execFileSync(process.execPath, [join(ROOT, 'bin/warm-compile-cache.js')], { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '' } });
     const modules = globSync('src/**/*.ts', { cwd: ROOT }).filter((file) => !file.endsWith('.test.ts'));
+    // With npm start's own Node flags: V8 refuses a module's cached code made under other flags.
+    const flags = /\bexec node ((?:--\S+ )*)src\/main\.ts/.exec(START)?.[1]?.trim().split(' ') ?? [];
+    assert.ok(flags.includes('--max-semi-space-size=2'), `npm start's Node flags are read: ${START}`);
     const loaded = execFileSync(
       process.execPath,
       [
-        '--disable-warning=ExperimentalWarning',
+        ...flags,
         '--input-type=module',
         '--eval',
         `for (const file of ${JSON.stringify(modules)}) await import(${JSON.stringify(`${ROOT}/`)} + file);` +

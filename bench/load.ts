@@ -343,3 +343,18 @@ export function median(values: readonly number[]): number {
   const middle = Math.floor(finite.length / 2);
   return finite.length % 2 === 1 ? finite[middle]! : (finite[middle - 1]! + finite[middle]!) / 2;
 }
+
+/**
+ * The order in which run number `run` (from 0) measures `entries`: grouped by `keyOf` (a
+ * target), each group's entries in the order given (a flood's rows build on the one before),
+ * the groups in their order on even runs and reversed on odd ones, so that no target is always
+ * measured first. With a fixed order the target measured second was favoured: an events_flood
+ * run with the same code on both sides of --against put it at 1.12x the first's rate; taking
+ * turns, 1.00x, then 0.94x (docs/benchmarks.md, "The events flood's peak RSS").
+ */
+export function takingTurns<T, K>(entries: readonly T[], keyOf: (entry: T) => K, run: number): T[] {
+  const groups = new Map<K, T[]>();
+  for (const entry of entries) groups.set(keyOf(entry), [...(groups.get(keyOf(entry)) ?? []), entry]);
+  const ordered = [...groups.values()];
+  return (run % 2 === 0 ? ordered : ordered.toReversed()).flat();
+}

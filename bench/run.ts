@@ -12,7 +12,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { scaleChart, scalePointOf } from './charts.ts';
-import { type Custom, combine, fromPlan, load, median, percentile, type Plan, type Sample } from './load.ts';
+import { type Custom, combine, fromPlan, load, median, percentile, type Plan, type Sample, takingTurns } from './load.ts';
 import { machineBusySeconds, peakRssMb, procAvailable, processTree } from './proc.ts';
 import { startAccountFlood, startFlood, type Flood, type FloodCounts } from './flood.ts';
 import { seedDeviceCodes } from './seed.ts';
@@ -299,18 +299,9 @@ async function measure(settings: Settings, prepared: readonly Prepared[]): Promi
     live.map((entry) => entry.target),
   );
   const samples = new Map<Prepared, Sample[]>(live.map((entry) => [entry, []]));
-  // The targets take turns at going first, run by run (each target's rows still in their
-  // order: a flood's rows build on the one before). In a fixed order the target measured
-  // second was favoured: an events_flood run with the same code on both sides of --against
-  // put it at 1.12x the first's rate; taking turns, 1.00x, then 0.94x (docs/benchmarks.md,
-  // "The events flood's peak RSS").
-  const rowsByTarget = new Map<Target, Prepared[]>();
-  for (const entry of live) rowsByTarget.set(entry.target, [...(rowsByTarget.get(entry.target) ?? []), entry]);
-  const byTarget = [...rowsByTarget.values()];
+  // The targets take turns at going first, run by run (load.ts).
   for (let i = 0; i < settings.runs; i += 1) {
-    for (const rowsOfTarget of i % 2 === 0 ? byTarget : byTarget.toReversed()) {
-      for (const entry of rowsOfTarget) samples.get(entry)!.push(await entry.run!(settings.duration));
-    }
+    for (const entry of takingTurns(live, (row) => row.target, i)) samples.get(entry)!.push(await entry.run!(settings.duration));
   }
   return prepared.map((entry) =>
     entry.run

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { scaleChart, scalePointOf } from '../bench/charts.ts';
+import { takingTurns } from '../bench/load.ts';
 import { within } from './helpers/wait.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -253,5 +254,16 @@ describe('npm run bench (smoke)', () => {
     assert.equal(code, 0, stderr);
     assert.match(stdout, /run 1: 200 redemptions from 2 threads/);
     assert.match(stdout, /median: [\d.]+ µs a redemption on the writer thread/);
+  });
+});
+
+describe("the bench's order of measurement", () => {
+  it('lets the targets take turns at going first, run by run, each keeping its rows in their order', () => {
+    // Two targets of three rows each (a flood's), as --against makes them.
+    const rows = ['a alone', 'a streams off', 'a pushed', 'b alone', 'b streams off', 'b pushed'];
+    const target = (row: string) => row.slice(0, 1);
+    assert.deepEqual(takingTurns(rows, target, 0), rows);
+    assert.deepEqual(takingTurns(rows, target, 1), ['b alone', 'b streams off', 'b pushed', 'a alone', 'a streams off', 'a pushed']);
+    assert.deepEqual(takingTurns(rows, target, 2), rows);
   });
 });

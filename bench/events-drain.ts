@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import type { Store } from '../src/store/types.ts';
 import { type EventFloodSeed, seedEventFlood, startEventFlood, startEventReceiver } from './events.ts';
 import { cpuSeconds } from './proc.ts';
-import { startTessera } from './targets.ts';
+import { againstCheckout, startTessera } from './targets.ts';
 
 const STREAMS = 5;
 const IN_FLIGHT = 4;
@@ -37,7 +37,7 @@ const target = await startTessera({
   logDir,
   serverCpus: null,
   postgres: null,
-  ...(values.against ? { against: { root: resolve(values.against), name: 'against' } } : {}),
+  ...(values.against ? { against: { ...againstCheckout(values.against), name: 'against' } } : {}),
   env: { TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true' },
   seedStore: async (opened) => {
     store = opened;

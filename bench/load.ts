@@ -354,7 +354,12 @@ export function median(values: readonly number[]): number {
  */
 export function takingTurns<T, K>(entries: readonly T[], keyOf: (entry: T) => K, run: number): T[] {
   const groups = new Map<K, T[]>();
-  for (const entry of entries) groups.set(keyOf(entry), [...(groups.get(keyOf(entry)) ?? []), entry]);
+  for (const entry of entries) {
+    const key = keyOf(entry);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [entry]);
+    else group.push(entry);
+  }
   const ordered = [...groups.values()];
   return (run % 2 === 0 ? ordered : ordered.toReversed()).flat();
 }

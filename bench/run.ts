@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -18,6 +18,8 @@ import { startAccountFlood, startFlood, type Flood, type FloodCounts } from './f
 import { seedDeviceCodes } from './seed.ts';
 import { seedEventFlood, startEventFlood, startEventReceiver, type EventFloodSeed, type EventReceiver } from './events.ts';
 import {
+  type AgainstCheckout,
+  againstCheckout,
   allowedCpus,
   BENCH_API,
   createPostgresDatabase,
@@ -111,7 +113,7 @@ interface Settings {
   readonly cpuProf: boolean;
   readonly baseline: boolean;
   /** Another checkout to measure beside this one. */
-  readonly against: { readonly root: string; readonly name: string } | null;
+  readonly against: AgainstCheckout | null;
   /** Codes minted then exchanged per timed batch: what oidc-provider's memory adapter can hold. */
   readonly batch: number;
   /** Pending device codes polled round-robin. */
@@ -208,14 +210,6 @@ function cpuList(raw: string): string {
   if (!/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(raw)) throw new Error(`--server-cpus ${raw}: must be a CPU list such as 0-11 or 0,2,4`);
   if (spawnSync('taskset', ['--version']).status !== 0) throw new Error('--server-cpus needs taskset (util-linux)');
   return raw;
-}
-
-function againstCheckout(dir: string): { root: string; name: string } {
-  const root = resolve(dir);
-  if (!['bench/tessera-server.js', 'bench/tessera-server.ts'].some((script) => existsSync(join(root, script))))
-    throw new Error(`--against ${dir}: not a Tessera checkout (no bench/tessera-server.js or .ts)`);
-  if (!existsSync(join(root, 'node_modules'))) throw new Error(`--against ${dir}: no node_modules (run npm install there, or link this checkout's)`);
-  return { root, name: basename(root) };
 }
 
 interface Row {

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import pg from 'pg';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { hashPassword } from '../src/core/password.ts';
@@ -240,7 +240,7 @@ export interface TesseraOptions extends StartOptions {
    * two versions measured side by side in one run, where separate runs differ by more than
    * most changes do on a shared machine.
    */
-  readonly against?: { readonly root: string; readonly name: string };
+  readonly against?: AgainstCheckout;
   /** More settings for the server (the sign-in flood trusts its loopback proxy). */
   readonly env?: Readonly<Record<string, string>>;
   /**
@@ -259,6 +259,23 @@ export interface TesseraOptions extends StartOptions {
  * are minted as the approval page does (src/flows/authorization-code/approve.ts): a grant,
  * then a code stored only as its hash, bound to the S256 challenge of its own verifier.
  */
+/** Another checkout of Tessera for `--against`: where it is, its label, and the server script it runs. */
+export interface AgainstCheckout {
+  readonly root: string;
+  readonly name: string;
+  readonly server: string;
+}
+
+/** The checkout at `dir` for `--against`, or a clear error when it is not one that can serve. */
+export function againstCheckout(dir: string): AgainstCheckout {
+  const root = resolve(dir);
+  // A checkout from before bench/tessera-server.js has the TypeScript one.
+  const server = ['bench/tessera-server.js', 'bench/tessera-server.ts'].find((script) => existsSync(join(root, script)));
+  if (server === undefined) throw new Error(`--against ${dir}: not a Tessera checkout (no bench/tessera-server.js or .ts)`);
+  if (!existsSync(join(root, 'node_modules'))) throw new Error(`--against ${dir}: no node_modules (run npm install there, or link this checkout's)`);
+  return { root, name: basename(root), server };
+}
+
 export async function startTessera(options: TesseraOptions): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
   const database = options.postgres?.url ?? join(dir, 'tessera.db');
@@ -338,9 +355,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   const children: ChildProcess[] = [];
   const spawnOne = (port: number) => {
     const root = options.against?.root ?? ROOT;
-    // An --against checkout from before bench/tessera-server.js has the TypeScript one.
-    const server = existsSync(join(root, 'bench/tessera-server.js')) ? 'bench/tessera-server.js' : 'bench/tessera-server.ts';
-    const script = join(root, options.baseline ? 'bench/baseline.ts' : server);
+    const script = join(root, options.baseline ? 'bench/baseline.ts' : (options.against?.server ?? 'bench/tessera-server.js'));
     const start = options.baseline ? { flags: ['--disable-warning=ExperimentalWarning'], env: {} } : startCommand(root);
     return spawnServer(
       label,

@@ -30,13 +30,14 @@ const cache = /\bNODE_COMPILE_CACHE=(\S+)/.exec(pkg.scripts.start ?? '')?.[1];
 // `npm start` after an install, which stripped every module's types itself and kept the type
 // stripper (test/compile-cache.test.ts). So the modules are imported under the same flags, in
 // a Node.js started with them, which runs this file again.
-const startFlags = (/\bexec node ((?:--\S+ )*)src\/main\.ts/.exec(pkg.scripts.start ?? '')?.[1] ?? '').split(' ').filter(Boolean);
+// (deploy/image/build.ts's startFlags reads them the same way; this file stays plain JavaScript.)
+const startFlags = (/\bnode ((?:--\S+ )*)src\/main\.ts$/.exec(pkg.scripts.start ?? '')?.[1] ?? '').split(' ').filter(Boolean);
 const newEnough = running > major || (running === major && runningMinor >= minor);
-if (newEnough && cache && !startFlags.every((flag) => process.execArgv.includes(flag))) {
-  spawnSync(process.execPath, [...startFlags, fileURLToPath(import.meta.url)], { stdio: 'inherit' });
-  process.exit(0);
-}
 if (newEnough && cache && fs.existsSync(new URL('../src/main.ts', import.meta.url))) {
+  if (!startFlags.every((flag) => process.execArgv.includes(flag))) {
+    spawnSync(process.execPath, [...startFlags, fileURLToPath(import.meta.url)], { stdio: 'inherit' });
+    process.exit(0);
+  }
   // Quiet, as npm prints what a postinstall writes: a warning a module's import emits is not the install's.
   process.removeAllListeners('warning');
   // An import that never settled would otherwise end the process with code 13 and fail the

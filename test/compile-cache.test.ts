@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { globSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { startFlags } from '../deploy/image/build.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const START = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts['start']!;
@@ -22,7 +23,7 @@ describe("npm start's compile cache", () => {
     execFileSync(process.execPath, [join(ROOT, 'bin/warm-compile-cache.js')], { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '' } });
     const modules = globSync('src/**/*.ts', { cwd: ROOT }).filter((file) => !file.endsWith('.test.ts'));
     // With npm start's own Node flags: V8 refuses a module's cached code made under other flags.
-    const flags = /\bexec node ((?:--\S+ )*)src\/main\.ts/.exec(START)?.[1]?.trim().split(' ') ?? [];
+    const flags = startFlags();
     assert.ok(flags.includes('--max-semi-space-size=2'), `npm start's Node flags are read: ${START}`);
     const loaded = execFileSync(
       process.execPath,

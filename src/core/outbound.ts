@@ -130,7 +130,7 @@ let undiciParts: UndiciParts | undefined;
  * copy of undici, readline, worker_threads and zlib: 5–6 MiB of a server's memory, for none of
  * which a POST or Node's fetch with this Agent asks (docs/benchmarks.md, "The events flood's
  * peak RSS"). undici has no `exports` map, so these paths resolve as any file of it;
- * test/outbound.test.ts posts and fetches through them.
+ * src/core/outbound.test.ts posts and fetches through them.
  */
 function undici(): UndiciParts {
   undiciParts ??= {

@@ -13,7 +13,8 @@
 #                bench/node_modules/ (oidc-provider)
 #   pg.tar.xz    PostgreSQL's postgres, initdb, pg_ctl, psql, its core modules and share/, every
 #                library they load but glibc's, and /usr/share/zoneinfo
-#   before.tar.xz  with --against: REF's src/, bin/, package.json and bench/*.ts
+#   before.tar.xz  with --against: REF's src/, bin/, package.json and bench/*.ts and *.js (its
+#                server script, bench/tessera-server.js since 1ca9e8e)
 #   MANIFEST.txt what was packed, from which commit
 # and fails if the bundle and the files that travel with it pass the device tool's 64 MiB.
 #
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --against) AGAINST=${2:?--against needs a git ref}; shift 2 ;;
     --against=*) AGAINST=${1#--against=}; shift ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "pack.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -160,7 +161,7 @@ EOF
 rm -f "$BUNDLE/before.tar.xz"
 if [ -n "$AGAINST" ]; then
   step "before.tar.xz: $AGAINST ($AGAINST_COMMIT)"
-  git archive --format=tar "$AGAINST" -- src bin package.json ':(glob)bench/*.ts' | "${XZ[@]}" -c >"$BUNDLE/before.tar.xz"
+  git archive --format=tar "$AGAINST" -- src bin package.json ':(glob)bench/*.ts' ':(glob)bench/*.js' | "${XZ[@]}" -c >"$BUNDLE/before.tar.xz"
 fi
 
 # --- MANIFEST.txt, and the sizes against the limit.

@@ -6,7 +6,7 @@
  * RSS, docs/benchmarks.md).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { globSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -38,5 +38,20 @@ describe("npm start's compile cache", () => {
     ).toString();
     const stripper = (JSON.parse(loaded) as string[]).filter((name) => name.includes('amaro'));
     assert.deepEqual(stripper, [], `the type stripper was loaded: a module of src/ was not in the cache (${modules.length} modules)`);
+  });
+
+  it('is where a `tessera` command from a checkout keeps its modules: the second command strips no types', () => {
+    // Without NODE_COMPILE_CACHE, as an operator runs it: bin/tessera.js enables the cache itself.
+    const hook = `data:text/javascript,process.on('exit', () => process.stderr.write('stripper: ' + process.moduleLoadList.filter((name) => name.includes('amaro')).length + '\\n'))`;
+    const run = () =>
+      spawnSync(process.execPath, ['--import', hook, join(ROOT, 'bin/tessera.js'), 'help'], { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '' } });
+    run();
+    const second = run();
+    assert.equal(second.status, 0, second.stderr.toString());
+    assert.match(
+      second.stderr.toString(),
+      /^stripper: 0$/m,
+      'the second `tessera help` loaded the type stripper: its modules were not kept in the compile cache',
+    );
   });
 });

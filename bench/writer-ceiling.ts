@@ -9,13 +9,18 @@
  * (`process.threadCpuUsage`) over the redemptions is printed.
  *
  *   node bench/writer-ceiling.ts [--threads 4] [--in-flight 50] [--codes 60000] [--runs 3]
+ *     [--keys random|sequential] [--mint-batch 0 --mint-every 500]
+ *
+ * `--mint-batch N` has another thread write N more codes on a connection of its own every
+ * `--mint-every` ms, as `npm run bench` mints its batches: SQLite drops a connection's page
+ * cache when another has committed, so the writer then reads pages back.
  *
  * Each redemption is what the token endpoint sends for a code of a sign-in session: the code's
  * consumption, the grant's use, the session's client and the audit event, in one savepoint of
  * the writer's group commit. Codes, each with its own grant, are written straight into a fresh
  * file first, as bench/targets.ts mints them.
  */
-import { randomUUIDv7 } from 'node:crypto';
+import { createHash, randomUUIDv7 } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +32,23 @@ import { openSqliteWriter } from '../src/store/sqlite/store.ts';
 import { WriterLink } from '../src/store/sqlite/link.ts';
 
 const REDIRECT_URI = 'https://app.example/callback';
+
+/**
+ * The keys of code `index` and its grant. Random, by default, as a server's are (a code is
+ * stored under the SHA-256 of a random token, a grant under a random UUID), so that each
+ * redemption finds its rows on pages of the b-trees as scattered as a server's; with
+ * `--keys sequential` (`code-1`, `code-2`, …), as this tool first wrote them, a run's rows sit
+ * side by side and stay in the page cache.
+ */
+function keysOf(index: number, sequential: boolean): { code: string; grant: string } {
+  if (sequential) return { code: `code-${index}`, grant: `grant-${index}` };
+  const digest = createHash('sha256').update(`${index}`).digest();
+  const hex = digest.toString('hex');
+  return {
+    code: digest.toString('base64url'),
+    grant: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`,
+  };
+}
 const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
 
 interface Task {
@@ -34,9 +56,16 @@ interface Task {
   readonly from: number;
   readonly to: number;
   readonly inFlight: number;
+  readonly sequential: boolean;
+}
+
+/** A thread writing `batch` more codes on a connection of its own every `everyMs`, as bench/run.ts mints its batches, until told to stop. */
+interface Minting {
+  readonly mint: { readonly path: string; readonly from: number; readonly batch: number; readonly everyMs: number; readonly sequential: boolean };
 }
 
 if (isMainThread) await main();
+else if ('mint' in (workerData as object)) await mintWhileRunning((workerData as Minting).mint);
 else await sendRedemptions(workerData as Task);
 
 async function main(): Promise<void> {
@@ -46,9 +75,14 @@ async function main(): Promise<void> {
       'in-flight': { type: 'string', default: '50' },
       codes: { type: 'string', default: '60000' },
       runs: { type: 'string', default: '3' },
+      keys: { type: 'string', default: 'random' },
+      'mint-batch': { type: 'string', default: '0' },
+      'mint-every': { type: 'string', default: '500' },
     },
   });
   const threads = Number(values.threads);
+  if (values.keys !== 'random' && values.keys !== 'sequential') throw new Error('--keys is random or sequential');
+  const sequential = values.keys === 'sequential';
   const codes = Number(values.codes);
   const perThread = Math.floor(codes / threads);
   const results: number[] = [];
@@ -57,14 +91,21 @@ async function main(): Promise<void> {
     try {
       const path = join(dir, 'tessera.db');
       const writer = openSqliteWriter(path);
-      seed(path, perThread * threads);
+      seed(path, perThread * threads, sequential);
+      const mintBatch = Number(values['mint-batch']);
+      const minter =
+        mintBatch > 0
+          ? new Worker(new URL(import.meta.url), {
+              workerData: { mint: { path, from: perThread * threads, batch: mintBatch, everyMs: Number(values['mint-every']), sequential } } satisfies Minting,
+            })
+          : null;
       const started = performance.now();
       const cpu = process.threadCpuUsage();
       await Promise.all(
         Array.from({ length: threads }, (_, index) => {
           const { port1, port2 } = new MessageChannel();
           writer.accept(port1);
-          const task: Task = { port: port2, from: index * perThread, to: (index + 1) * perThread, inFlight: Number(values['in-flight']) };
+          const task: Task = { port: port2, from: index * perThread, to: (index + 1) * perThread, inFlight: Number(values['in-flight']), sequential };
           const worker = new Worker(new URL(import.meta.url), { workerData: task, transferList: [port2] });
           return new Promise<void>((resolve, reject) => {
             worker.once('error', reject);
@@ -74,6 +115,7 @@ async function main(): Promise<void> {
       );
       const used = process.threadCpuUsage(cpu);
       const seconds = (performance.now() - started) / 1000;
+      await minter?.terminate();
       const redemptions = perThread * threads;
       const perRedemption = (used.user + used.system) / redemptions;
       results.push(perRedemption);
@@ -90,8 +132,29 @@ async function main(): Promise<void> {
   console.log(`median: ${median.toFixed(1)} µs a redemption on the writer thread, a ceiling of ${Math.round(1_000_000 / median)} redemptions a second`);
 }
 
+async function mintWhileRunning({ path, from, batch, everyMs, sequential }: Minting['mint']): Promise<void> {
+  const db = new DatabaseSync(path);
+  db.exec('PRAGMA busy_timeout = 5000');
+  const now = Date.now();
+  const grant = db.prepare(`INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at)
+    VALUES (?, 'user', 'app', '["openid","profile"]', 'authorization_code', ?, ?)`);
+  const code =
+    db.prepare(`INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, code_challenge, auth_time, sid, created_at, expires_at, id_token_claims)
+    VALUES (?, 'app', 'user', ?, ?, '["openid","profile"]', ?, ?, 'sid', ?, ?, '[]')`);
+  for (let next = from; ; next += batch) {
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+    db.exec('BEGIN IMMEDIATE');
+    for (let i = next; i < next + batch; i += 1) {
+      const keys = keysOf(i, sequential);
+      grant.run(keys.grant, now, now);
+      code.run(keys.code, keys.grant, REDIRECT_URI, CHALLENGE, now, now, now + 3_600_000);
+    }
+    db.exec('COMMIT');
+  }
+}
+
 /** A client, a person, a live sign-in session, and `count` codes of that session, each with its own grant. */
-function seed(path: string, count: number): void {
+function seed(path: string, count: number, sequential: boolean): void {
   const db = new DatabaseSync(path);
   const now = Date.now();
   try {
@@ -112,8 +175,9 @@ function seed(path: string, count: number): void {
       db.prepare(`INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, code_challenge, auth_time, sid, created_at, expires_at, id_token_claims)
       VALUES (?, 'app', 'user', ?, ?, '["openid","profile"]', ?, ?, 'sid', ?, ?, '[]')`);
     for (let i = 0; i < count; i += 1) {
-      grant.run(`grant-${i}`, now, now);
-      code.run(`code-${i}`, `grant-${i}`, REDIRECT_URI, CHALLENGE, now, now, now + 3_600_000);
+      const keys = keysOf(i, sequential);
+      grant.run(keys.grant, now, now);
+      code.run(keys.code, keys.grant, REDIRECT_URI, CHALLENGE, now, now, now + 3_600_000);
     }
     db.exec('COMMIT');
   } finally {
@@ -122,12 +186,13 @@ function seed(path: string, count: number): void {
 }
 
 /** Redeems codes `from` to `to` through the writer, `inFlight` at a time, as a worker thread's store does. */
-async function sendRedemptions({ port, from, to, inFlight }: Task): Promise<void> {
+async function sendRedemptions({ port, from, to, inFlight, sequential }: Task): Promise<void> {
   const link = new WriterLink(port);
   let next = from;
   const one = async (): Promise<void> => {
     while (next < to) {
       const index = next++;
+      const keys = keysOf(index, sequential);
       const now = Date.now();
       const writes: RedemptionWrites = {
         activeUntil: now + 86_400_000,
@@ -139,7 +204,7 @@ async function sendRedemptions({ port, from, to, inFlight }: Task): Promise<void
           userId: 'user',
           username: 'ada',
           clientId: 'app',
-          grantId: `grant-${index}`,
+          grantId: keys.grant,
           ip: '127.0.0.1',
           userAgent: 'tessera-bench',
           detail: {},
@@ -147,9 +212,9 @@ async function sendRedemptions({ port, from, to, inFlight }: Task): Promise<void
       };
       const redeemed = await link.call<boolean>({
         op: 'redeem',
-        args: [`code-${index}`, { clientId: 'app', redirectUri: REDIRECT_URI, codeChallenge: CHALLENGE, dpopJkt: null }, now, writes],
+        args: [keys.code, { clientId: 'app', redirectUri: REDIRECT_URI, codeChallenge: CHALLENGE, dpopJkt: null }, now, writes],
       });
-      if (!redeemed) throw new Error(`code-${index} was not redeemed`);
+      if (!redeemed) throw new Error(`code ${index} was not redeemed`);
     }
   };
   await Promise.all(Array.from({ length: inFlight }, one));

@@ -13,7 +13,7 @@ import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { deviceCodeKey } from '../src/flows/device/device-code.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType } from '../src/core/protocol.ts';
 import { loadConfig } from '../src/config/index.ts';
-import { startThreads } from '../src/main.ts';
+import { startThreads, type ThreadedServer } from '../src/main.ts';
 import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
 import { outputMatches, runTessera, serveOnNewDatabase, serveTessera, type ServingCommand } from './helpers/cli.ts';
@@ -378,61 +378,66 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
     }
   });
 
+  /**
+   * The in-process server of four threads (`startThreads`) of the two tests below: the one that
+   * replaces a thread killed under load, then the one that closes it while the replacement of
+   * another is still starting. Started by whichever runs first; four threads' starts cost about
+   * 2.5 s of CPU, and the close needs only one thread more to be starting.
+   */
+  let threaded: Promise<{ server: ThreadedServer; client: { clientId: string; clientSecret: string }; database: string }> | undefined;
+  const inProcess = () =>
+    (threaded ??= (async () => {
+      const database = join(dir, 'thread.db');
+      const client = await deviceClient(database);
+      const server = await startThreads({
+        ...loadConfig({ TESSERA_DATABASE: database, HOST: '127.0.0.1', PORT: '0', TESSERA_LOG_LEVEL: 'silent', ...UNLIMITED }),
+        workers: 4,
+      });
+      return { server, client, database };
+    })());
+  after(async () => {
+    if (threaded) await within((await threaded).server.close(), 'the in-process server to close', WAIT_MS);
+  });
+
+  it('replaces a worker thread that dies under load; the others keep answering, and no answered write is lost', async () => {
+    const { server, client, database } = await inProcess();
+    const before = server.threads().map((thread) => thread.threadId);
+    // Four servers, all worker threads: from WRITER_ONLY_FROM workers on, the main thread only writes.
+    assert.equal(before.length, 4);
+    const { state, post, done } = load(server.url, client);
+    await until(() => state.answered.length > 0, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const answeredBefore = state.answered.length;
+    const replaced = () => {
+      const now = server.threads().map((thread) => thread.threadId);
+      return now.length === 4 && !now.includes(before[0]!);
+    };
+    await server.threads()[0]!.terminate();
+    await until(() => state.answered.length > answeredBefore + 20 && replaced(), 20_000);
+    const during = state.answered.length - answeredBefore;
+    await done();
+    assert.ok(during > 0, 'the other threads kept answering');
+    const after = server.threads().map((thread) => thread.threadId);
+    assert.equal(after.length, 4, 'a thread took its place');
+    assert.ok(!after.includes(before[0]!), 'the stopped thread is gone');
+    for (const other of before.slice(1)) assert.ok(after.includes(other), 'the others were left alone');
+    const missing = missingFrom(database, state.answered);
+    assert.deepEqual(missing, [], `${missing.length} of ${state.answered.length} answered device codes are not stored`);
+    // Every thread, the new one too, answers for them: a request on each of a few connections.
+    const polls = await Promise.all(
+      state.answered
+        .slice(-8)
+        .map((deviceCode) => post('/oauth/token', { grant_type: GRANT_DEVICE_CODE, device_code: deviceCode }).then((poll) => poll.json())),
+    );
+    for (const poll of polls) assert.equal((poll as { error?: string }).error, 'authorization_pending');
+  });
+
   it('closes within seconds when told to while a replacement thread is still starting', async () => {
-    const database = join(dir, 'closing.db');
-    await deviceClient(database);
-    // Two: the main thread serves beside one worker thread, the one replaced. The close reaches
-    // the replacement as it would among four, at a third of the threads' starts (about 2 s of CPU).
-    const server = await startThreads({
-      ...loadConfig({ TESSERA_DATABASE: database, HOST: '127.0.0.1', PORT: '0', TESSERA_LOG_LEVEL: 'silent' }),
-      workers: 2,
-    });
+    const { server } = await inProcess();
     await server.threads()[0]!.terminate();
     // Its replacement is still loading its modules: the close reaches it before it serves, and
     // must be carried out once it does, or closing waits for that thread for ever.
     await within(server.close(), 'the server to close with a thread still starting', 10_000);
-  });
-
-  it('replaces a worker thread that dies under load; the others keep answering, and no answered write is lost', async () => {
-    const database = join(dir, 'thread.db');
-    const client = await deviceClient(database);
-    const server = await startThreads({
-      ...loadConfig({ TESSERA_DATABASE: database, HOST: '127.0.0.1', PORT: '0', TESSERA_LOG_LEVEL: 'silent', ...UNLIMITED }),
-      workers: 4,
-    });
-    try {
-      const before = server.threads().map((thread) => thread.threadId);
-      // Four servers, all worker threads: from WRITER_ONLY_FROM workers on, the main thread only writes.
-      assert.equal(before.length, 4);
-      const { state, post, done } = load(server.url, client);
-      await until(() => state.answered.length > 0, 20_000);
-      await new Promise((resolve) => setTimeout(resolve, 400));
-      const answeredBefore = state.answered.length;
-      const replaced = () => {
-        const now = server.threads().map((thread) => thread.threadId);
-        return now.length === 4 && !now.includes(before[0]!);
-      };
-      await server.threads()[0]!.terminate();
-      await until(() => state.answered.length > answeredBefore + 20 && replaced(), 20_000);
-      const during = state.answered.length - answeredBefore;
-      await done();
-      assert.ok(during > 0, 'the other threads kept answering');
-      const after = server.threads().map((thread) => thread.threadId);
-      assert.equal(after.length, 4, 'a thread took its place');
-      assert.ok(!after.includes(before[0]!), 'the stopped thread is gone');
-      for (const other of before.slice(1)) assert.ok(after.includes(other), 'the others were left alone');
-      const missing = missingFrom(database, state.answered);
-      assert.deepEqual(missing, [], `${missing.length} of ${state.answered.length} answered device codes are not stored`);
-      // Every thread, the new one too, answers for them: a request on each of a few connections.
-      const polls = await Promise.all(
-        state.answered
-          .slice(-8)
-          .map((deviceCode) => post('/oauth/token', { grant_type: GRANT_DEVICE_CODE, device_code: deviceCode }).then((poll) => poll.json())),
-      );
-      for (const poll of polls) assert.equal((poll as { error?: string }).error, 'authorization_pending');
-    } finally {
-      await server.close();
-    }
   });
 });
 

@@ -13,10 +13,10 @@ import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { deviceCodeKey } from '../src/flows/device/device-code.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType } from '../src/core/protocol.ts';
 import { loadConfig } from '../src/config/index.ts';
-import { startThreads } from '../src/main.ts';
+import { startThreads, type ThreadedServer } from '../src/main.ts';
 import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
-import { runTessera, serveOnNewDatabase, serveTessera, type ServingCommand } from './helpers/cli.ts';
+import { outputMatches, runTessera, serveOnNewDatabase, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { basic, REDIRECT_URI } from './helpers/server.ts';
 import { approvedGrant, pendingCode, clientRecord } from './store/fixtures.ts';
 import { until, WAIT_MS, within } from './helpers/wait.ts';
@@ -99,6 +99,23 @@ function exchange(url: string, { clientId, clientSecret }: { clientId: string; c
   });
 }
 
+/**
+ * Twenty discovery requests at once to a `tessera serve --workers N` on a port it picked, from
+ * its first line that says it serves, while its other threads may still be starting. The kernel
+ * deals each connection to one of the sockets listening on the port (SO_REUSEPORT): of twenty
+ * at once, some would have reached a socket that never answers, had one been left. Such a
+ * connection is never answered: each gets 8 s, not the usual 20, so that the break fails the
+ * test in seconds (a discovery document takes milliseconds).
+ */
+async function answersEveryConnection(url: string): Promise<void> {
+  const statuses = await Promise.all(
+    Array.from({ length: 20 }, () =>
+      request(`${url}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(8000) }).then((response) => response.status),
+    ),
+  );
+  assert.deepEqual(statuses, Array(20).fill(200));
+}
+
 describe('tessera serve --workers 2', () => {
   let dir: string;
   let url: string;
@@ -111,9 +128,11 @@ describe('tessera serve --workers 2', () => {
     const database = join(dir, 'tessera.db');
     store = await openStore(database);
     client = await codeClient(store, 'Workers');
-    serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: database, TESSERA_SHUTDOWN_DELAY: '3' }, 2);
+    // Resolved at the first line that says it serves, for the first test; the others wait for both (`bothServing`).
+    serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: database, TESSERA_SHUTDOWN_DELAY: '3' });
     url = serving.url;
   });
+  const bothServing = () => outputMatches(serving, /Tessera is serving/, 2);
 
   after(async () => {
     if (serving && serving.child.exitCode === null) {
@@ -124,9 +143,15 @@ describe('tessera serve --workers 2', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  // Two: the main thread serves too and lets go of the port it held once it listens.
+  it('answers every connection from the first line that says it serves: no socket is left on the port that never answers', async () => {
+    await answersEveryConnection(url);
+  });
+
   it('serves from the main thread and a worker thread of the one process, with no child process', {
     skip: !existsSync('/proc/self/task') && 'needs Linux /proc',
-  }, () => {
+  }, async () => {
+    await bothServing();
     const children = readFileSync(`/proc/${serving.child.pid}/task/${serving.child.pid}/children`, 'utf8').trim();
     assert.equal(children, '');
     const pids = serving
@@ -138,6 +163,7 @@ describe('tessera serve --workers 2', () => {
   });
 
   it('publishes the same signing keys from every worker', async () => {
+    await bothServing();
     const sets = await Promise.all(Array.from({ length: 6 }, () => request(`${url}/.well-known/jwks.json`).then((response) => response.json())));
     const kids = sets.map((set) =>
       (set as JSONWebKeySet).keys
@@ -149,6 +175,7 @@ describe('tessera serve --workers 2', () => {
   });
 
   it('redeems codes from the one shared store exactly once, whichever worker answers', async () => {
+    await bothServing();
     const minted = await mintCodes(store, client, 6);
     const jwks = createLocalJWKSet((await (await request(`${url}/.well-known/jwks.json`)).json()) as JSONWebKeySet);
     for (const response of await Promise.all(minted.map((each) => exchange(url, client, each)))) {
@@ -165,6 +192,7 @@ describe('tessera serve --workers 2', () => {
   });
 
   it('drains every worker on SIGTERM (/readyz 503 while still serving), then exits cleanly', async () => {
+    await bothServing();
     serving.child.kill('SIGTERM');
     // The signal reaches the main thread, and through it each worker thread, a moment after
     // kill() returns (longer on a loaded machine), and a /readyz answered before that says 200:
@@ -184,23 +212,9 @@ describe('tessera serve --workers 2', () => {
 
 // Two: the main thread serves too and lets go of the port it held once it listens. Four: the
 // main thread only writes (WRITER_ONLY_FROM), and lets go when the first worker thread asks.
+// Each on a server of its own: the signal must reach it at its first line.
 for (const workers of [2, 4]) {
   describe(`tessera serve --workers ${workers} on a port it picks (PORT=0)`, () => {
-    it('answers every connection from the first line that says it serves: no socket is left on the port that never answers', async (t) => {
-      // Resolved at the first line, while the other threads may still be starting.
-      const { url } = await serveOnNewDatabase(t, 'tessera-workers-port-', ['--workers', String(workers)]);
-      // The kernel deals each connection to one of the sockets listening on the port (SO_REUSEPORT):
-      // of twenty at once, some would have reached a socket that never answers, had one been left.
-      // Such a connection is never answered: each gets 8 s, not the usual 20, so that the break
-      // fails the test in seconds (a discovery document takes milliseconds).
-      const statuses = await Promise.all(
-        Array.from({ length: 20 }, () =>
-          request(`${url}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(8000) }).then((response) => response.status),
-        ),
-      );
-      assert.deepEqual(statuses, Array(20).fill(200));
-    });
-
     it('stops cleanly on a SIGTERM sent at the first line that says it serves, while other threads may still be starting', async (t) => {
       const serving = await serveOnNewDatabase(t, 'tessera-workers-early-', ['--workers', String(workers)], { TESSERA_SHUTDOWN_DELAY: '0' });
       serving.child.kill('SIGTERM');
@@ -214,10 +228,12 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
   let dir: string;
   let database: string;
   /**
-   * One `tessera serve --workers 4` for the race of the code redemptions and then the SIGKILL
-   * under load, which ends it: each start of its four threads and writer costs about 2.5 s of
-   * CPU, and neither case needs a server of its own (the race's codes and the load's devices
-   * are of clients of their own).
+   * One `tessera serve --workers 4` for the connections answered from its first line, the race
+   * of the code redemptions and then the SIGKILL under load, which ends it: each start of its
+   * four threads and writer costs about 2.5 s of CPU, and none of the three needs a server of
+   * its own (the race's codes and the load's devices are of clients of their own). Resolved at
+   * its first line that says it serves, for the first test; the others wait for all four
+   * (`allServing`).
    */
   let serving: ServingCommand;
   let codes: { clientId: string; clientSecret: string; userId: string };
@@ -231,8 +247,9 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
     devices = await confidentialClient(store, 'Killed', [GRANT_DEVICE_CODE]);
     // Closed before the kill as before it: no other connection holds the file then.
     await store.close();
-    serving = await serveTessera(['--workers', '4'], { TESSERA_DATABASE: database, ...UNLIMITED }, 4);
+    serving = await serveTessera(['--workers', '4'], { TESSERA_DATABASE: database, ...UNLIMITED });
   });
+  const allServing = () => outputMatches(serving, /Tessera is serving/, 4);
 
   after(async () => {
     if (serving && serving.child.exitCode === null && serving.child.signalCode === null) {
@@ -242,7 +259,13 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  // Four: the main thread only writes (WRITER_ONLY_FROM), and lets go of the port it held when the first worker thread asks.
+  it('answers every connection from the first line that says it serves: no socket is left on the port that never answers', async () => {
+    await answersEveryConnection(serving.url);
+  });
+
   it('gives tokens for each code to exactly one of the concurrent redemptions spread over the four workers', async () => {
+    await allServing();
     const client = codes;
     const store = await openStore(database);
     const minted = await mintCodes(store, client, 12).finally(() => store.close());
@@ -319,6 +342,7 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
   };
 
   it('loses no answered device authorization when the whole process is killed with SIGKILL under load', async () => {
+    await allServing();
     const client = devices;
     const killed = serving;
     let restarted: ServingCommand | undefined;
@@ -334,8 +358,9 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
       // Every device code answered 200 is in the file (the answer came after its commit)...
       const missing = missingFrom(database, state.answered);
       assert.deepEqual(missing, [], `${missing.length} of ${state.answered.length} answered device codes are not stored (${state.failed} requests unanswered)`);
-      // ...and a server started again on it answers for them: authorization_pending.
-      restarted = await serveTessera(['--workers', '4'], { TESSERA_DATABASE: database, ...UNLIMITED }, 4);
+      // ...and a server started again on it answers for them: authorization_pending. Two
+      // threads read the file as four would, at half the starts (about 1.5 s of CPU less).
+      restarted = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: database, ...UNLIMITED }, 2);
       // No loops of devices this time (none would ever be stopped): five polls, one after another.
       const { post } = load(restarted.url, client, 0);
       for (const deviceCode of state.answered.slice(-5)) {
@@ -353,61 +378,66 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
     }
   });
 
+  /**
+   * The in-process server of four threads (`startThreads`) of the two tests below: the one that
+   * replaces a thread killed under load, then the one that closes it while the replacement of
+   * another is still starting. Started by whichever runs first; four threads' starts cost about
+   * 2.5 s of CPU, and the close needs only one thread more to be starting.
+   */
+  let threaded: Promise<{ server: ThreadedServer; client: { clientId: string; clientSecret: string }; database: string }> | undefined;
+  const inProcess = () =>
+    (threaded ??= (async () => {
+      const database = join(dir, 'thread.db');
+      const client = await deviceClient(database);
+      const server = await startThreads({
+        ...loadConfig({ TESSERA_DATABASE: database, HOST: '127.0.0.1', PORT: '0', TESSERA_LOG_LEVEL: 'silent', ...UNLIMITED }),
+        workers: 4,
+      });
+      return { server, client, database };
+    })());
+  after(async () => {
+    if (threaded) await within((await threaded).server.close(), 'the in-process server to close', WAIT_MS);
+  });
+
+  it('replaces a worker thread that dies under load; the others keep answering, and no answered write is lost', async () => {
+    const { server, client, database } = await inProcess();
+    const before = server.threads().map((thread) => thread.threadId);
+    // Four servers, all worker threads: from WRITER_ONLY_FROM workers on, the main thread only writes.
+    assert.equal(before.length, 4);
+    const { state, post, done } = load(server.url, client);
+    await until(() => state.answered.length > 0, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const answeredBefore = state.answered.length;
+    const replaced = () => {
+      const now = server.threads().map((thread) => thread.threadId);
+      return now.length === 4 && !now.includes(before[0]!);
+    };
+    await server.threads()[0]!.terminate();
+    await until(() => state.answered.length > answeredBefore + 20 && replaced(), 20_000);
+    const during = state.answered.length - answeredBefore;
+    await done();
+    assert.ok(during > 0, 'the other threads kept answering');
+    const after = server.threads().map((thread) => thread.threadId);
+    assert.equal(after.length, 4, 'a thread took its place');
+    assert.ok(!after.includes(before[0]!), 'the stopped thread is gone');
+    for (const other of before.slice(1)) assert.ok(after.includes(other), 'the others were left alone');
+    const missing = missingFrom(database, state.answered);
+    assert.deepEqual(missing, [], `${missing.length} of ${state.answered.length} answered device codes are not stored`);
+    // Every thread, the new one too, answers for them: a request on each of a few connections.
+    const polls = await Promise.all(
+      state.answered
+        .slice(-8)
+        .map((deviceCode) => post('/oauth/token', { grant_type: GRANT_DEVICE_CODE, device_code: deviceCode }).then((poll) => poll.json())),
+    );
+    for (const poll of polls) assert.equal((poll as { error?: string }).error, 'authorization_pending');
+  });
+
   it('closes within seconds when told to while a replacement thread is still starting', async () => {
-    const database = join(dir, 'closing.db');
-    await deviceClient(database);
-    // Two: the main thread serves beside one worker thread, the one replaced. The close reaches
-    // the replacement as it would among four, at a third of the threads' starts (about 2 s of CPU).
-    const server = await startThreads({
-      ...loadConfig({ TESSERA_DATABASE: database, HOST: '127.0.0.1', PORT: '0', TESSERA_LOG_LEVEL: 'silent' }),
-      workers: 2,
-    });
+    const { server } = await inProcess();
     await server.threads()[0]!.terminate();
     // Its replacement is still loading its modules: the close reaches it before it serves, and
     // must be carried out once it does, or closing waits for that thread for ever.
     await within(server.close(), 'the server to close with a thread still starting', 10_000);
-  });
-
-  it('replaces a worker thread that dies under load; the others keep answering, and no answered write is lost', async () => {
-    const database = join(dir, 'thread.db');
-    const client = await deviceClient(database);
-    const server = await startThreads({
-      ...loadConfig({ TESSERA_DATABASE: database, HOST: '127.0.0.1', PORT: '0', TESSERA_LOG_LEVEL: 'silent', ...UNLIMITED }),
-      workers: 4,
-    });
-    try {
-      const before = server.threads().map((thread) => thread.threadId);
-      // Four servers, all worker threads: from WRITER_ONLY_FROM workers on, the main thread only writes.
-      assert.equal(before.length, 4);
-      const { state, post, done } = load(server.url, client);
-      await until(() => state.answered.length > 0, 20_000);
-      await new Promise((resolve) => setTimeout(resolve, 400));
-      const answeredBefore = state.answered.length;
-      const replaced = () => {
-        const now = server.threads().map((thread) => thread.threadId);
-        return now.length === 4 && !now.includes(before[0]!);
-      };
-      await server.threads()[0]!.terminate();
-      await until(() => state.answered.length > answeredBefore + 20 && replaced(), 20_000);
-      const during = state.answered.length - answeredBefore;
-      await done();
-      assert.ok(during > 0, 'the other threads kept answering');
-      const after = server.threads().map((thread) => thread.threadId);
-      assert.equal(after.length, 4, 'a thread took its place');
-      assert.ok(!after.includes(before[0]!), 'the stopped thread is gone');
-      for (const other of before.slice(1)) assert.ok(after.includes(other), 'the others were left alone');
-      const missing = missingFrom(database, state.answered);
-      assert.deepEqual(missing, [], `${missing.length} of ${state.answered.length} answered device codes are not stored`);
-      // Every thread, the new one too, answers for them: a request on each of a few connections.
-      const polls = await Promise.all(
-        state.answered
-          .slice(-8)
-          .map((deviceCode) => post('/oauth/token', { grant_type: GRANT_DEVICE_CODE, device_code: deviceCode }).then((poll) => poll.json())),
-      );
-      for (const poll of polls) assert.equal((poll as { error?: string }).error, 'authorization_pending');
-    } finally {
-      await server.close();
-    }
   });
 });
 

@@ -55,6 +55,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   let adminPasskey: { credentialId: string; isResidentCredential: boolean; rpId?: string; privateKey: string; userHandle?: string; signCount: number } | null =
     null;
   let copies = 0;
+  /** The admin's session (its cookies) after their first sign-in with the passkey: see signedInAdmin. */
+  let adminSession: Awaited<ReturnType<BrowserContext['storageState']>> | null = null;
 
   /** A browser profile with a platform authenticator that keeps passkeys and verifies its user. */
   async function withAuthenticator(options: Parameters<Browser['newContext']>[0] = {}): Promise<{ context: BrowserContext; page: Page }> {
@@ -95,6 +97,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.match(await page.getByText('Signed in as').innerText(), /Grace Hopper \(administrator\)/);
     const { cdp, authenticatorId } = authenticators.get(page)!;
     adminPasskey = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials[0] ?? null;
+    adminSession = await context.storageState();
 
     // Register an app with the choices of `client add`; its secret is shown once.
     await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Apps', exact: true }).click();
@@ -174,9 +177,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it('refuses a stale edit of an app with the other change shown, rotates its secret once, and removes it after a confirmation page', async (t) => {
-    const page = await signedInAdmin(t);
     const app = await server.addClient({ name: 'Photo Printer' });
-    await page.goto(`${server.url}/console/apps/${app.clientId}`);
+    const page = await signedInAdmin(t, `/console/apps/${app.clientId}`);
     await page.getByLabel('Name').fill('Photo Printer 2');
     // Someone else changes it meanwhile.
     await updateClient(manageDeps(server), app.clientId, { first_party: true }, 1);
@@ -212,7 +214,10 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it('asks for the sign-in again for a change after 15 minutes, and comes back to it', async (t) => {
-    const page = await signedInAdmin(t);
+    // A sign-in of its own, with the passkey in its browser's authenticator to sign in again with.
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
     const person = await server.addUser({ username: 'katherine' });
     offset += 16 * 60_000;
     t.after(() => {
@@ -287,9 +292,9 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it("passes axe-core on every console page at a desktop's and a phone's width", async (t) => {
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+    // Its first page is the dashboard, below.
+    const page = await signedInAdmin(t, null);
+    const context = page.context();
     const app = await server.addClient({ name: 'Weather Station', grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
     const { client: selfRegistered } = await createClient(
       manageDeps(server),
@@ -415,9 +420,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it("edits a person's profile with the users' table's form, and refuses an edit made over someone else's change with the current values shown", async (t) => {
-    const page = await signedInAdmin(t);
     const ada = await server.addUser({ username: 'augusta', name: 'Ada' });
-    await page.goto(`${server.url}/console/users/augusta`);
+    const page = await signedInAdmin(t, '/console/users/augusta');
     await page.getByRole('link', { name: 'Edit profile' }).click();
     assert.equal(await page.getByLabel('Name', { exact: true }).inputValue(), 'Ada');
     await page.getByLabel('Given name').fill('Ada');
@@ -531,14 +535,13 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it('marks a self-registered app not verified in the list and on its page, and verifies it', async (t) => {
-    const page = await signedInAdmin(t);
     const { client } = await createClient(
       manageDeps(server),
       { client_name: 'Unknown Notes', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' },
       { registeredBy: 'dynamic' },
     );
     await server.addClient({ name: 'Our Own App' });
-    await page.goto(`${server.url}/console/apps`);
+    const page = await signedInAdmin(t, '/console/apps');
     const item = (name: string) =>
       page
         .getByRole('main')
@@ -743,10 +746,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   // Each page it opens is checked by axe-core as it goes (helpers/chromium.ts), at a phone's width too.
   it("trusts an identity provider from the apps page, refuses a jwks_uri into the server's network, and stops trusting it after a confirmation", async (t) => {
     await addTrustedIssuer(manageDeps(server), { issuer: 'https://idp.example.com', jwks_uri: 'https://idp.example.com/jwks.json' });
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
-    await page.goto(`${server.url}/console/apps`);
+    const page = await signedInAdmin(t, '/console/apps');
+    const context = page.context();
     await page.getByRole('link', { name: 'Trusted issuers' }).click();
     await page.getByRole('heading', { name: 'Trusted issuers', level: 1 }).waitFor();
     await page.getByRole('link', { name: 'Trust an issuer' }).click();
@@ -853,8 +854,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
   // Each page it opens (the list, the form, the token shown once, the confirmation) is checked by axe-core too.
   it('makes a SCIM token for a provisioning system, shown once, and withdraws it after a confirmation', async (t) => {
-    const page = await signedInAdmin(t);
-    await page.goto(`${server.url}/console/scim`);
+    const page = await signedInAdmin(t, '/console/scim');
     await page.getByText(`${server.config.issuer}/scim/v2`).waitFor();
     await page.getByRole('link', { name: 'Make a SCIM token' }).click();
     await page.getByLabel('Who calls with it').fill('Okta (console)');
@@ -882,15 +882,37 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     return phone.newPage();
   }
 
-  /** A page with a virtual authenticator, signed in to the console as the admin; its context closes with the test. */
-  async function signedInAdmin(t: TestContext): Promise<Page> {
-    const { context, page } = await withAuthenticator();
+  /**
+   * A page signed in to the console as the admin, at `path` (the dashboard unless told; null for
+   * none yet); its context closes with the test. It starts from the admin's session of the first
+   * passkey sign-in (`adminSession`): the passkey sign-in is the first test's, and the 15
+   * minutes' and support's tests sign in with a passkey of their own, so another sign-in page and
+   * ceremony in each test checked nothing new.
+   */
+  async function signedInAdmin(t: TestContext, path: string | null = '/console'): Promise<Page> {
+    if (adminSession === null) {
+      const { context, page } = await withAuthenticator();
+      t.after(() => context.close());
+      await signInAdmin(page);
+      if (path !== null && path !== '/console') await page.goto(`${server.url}${path}`);
+      return page;
+    }
+    const context = await browser.newContext({ storageState: adminSession });
     t.after(() => context.close());
-    await signInAdmin(page);
+    const page = await context.newPage();
+    if (path === '/console') {
+      await page.goto(`${server.url}/console`);
+      await dashboard(page);
+    } else if (path !== null) await page.goto(`${server.url}${path}`);
     return page;
   }
 
   async function signInAdmin(page: Page): Promise<void> {
+    await signInAdminWithPasskey(page);
+    adminSession ??= await page.context().storageState();
+  }
+
+  async function signInAdminWithPasskey(page: Page): Promise<void> {
     if (adminPasskey !== null) {
       const { cdp, authenticatorId } = authenticators.get(page)!;
       copies += 1;

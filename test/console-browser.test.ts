@@ -25,7 +25,7 @@ import { until } from './helpers/wait.ts';
 import { upstreamRedirectUri } from '../src/flows/upstream/settings.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium, PHONE, withVirtualAuthenticator, signInWithPassword } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, cleanPage, launchChromium, PHONE, withVirtualAuthenticator, signInWithPassword } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -56,7 +56,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     null;
   let copies = 0;
   /** The admin's session (its cookies) after their first sign-in with the passkey: see signedInAdmin. */
-  let adminSession: Awaited<ReturnType<BrowserContext['storageState']>> | null = null;
+  let adminSession: Awaited<ReturnType<BrowserContext['cookies']>> | null = null;
 
   /** A browser profile with a platform authenticator that keeps passkeys and verifies its user. */
   async function withAuthenticator(options: Parameters<Browser['newContext']>[0] = {}): Promise<{ context: BrowserContext; page: Page }> {
@@ -97,7 +97,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.match(await page.getByText('Signed in as').innerText(), /Grace Hopper \(administrator\)/);
     const { cdp, authenticatorId } = authenticators.get(page)!;
     adminPasskey = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials[0] ?? null;
-    adminSession = await context.storageState();
+    adminSession = await context.cookies();
 
     // Register an app with the choices of `client add`; its secret is shown once.
     await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Apps', exact: true }).click();
@@ -118,9 +118,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       execute: [oidc.allowInsecureRequests],
     });
     const attempt = await authorizationAttempt(config, { scope: 'openid profile' });
-    const other = await browser.newContext();
-    t.after(() => other.close());
-    const visitor = await other.newPage();
+    const visitor = await cleanPage(browser);
     const callback = catchRedirect(visitor);
     await visitor.goto(attempt.url.href);
     await signInWithPassword(visitor, person);
@@ -252,14 +250,13 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByText('Give this link to katherine only.').waitFor();
   });
 
-  it('refuses a support user at the app registration page with a 403 that says so, and a person without a role at the door', async (t) => {
+  it('refuses a support user at the app registration page with a 403 that says so, and a person without a role at the door', async () => {
     const support = await server.addUser({ username: 'sam', name: 'Sam Support' });
     await server.store.users.setRole(support.id, 'support');
     const nobody = await server.addUser({ username: 'nobody' });
     // On a phone: the refusal and the sign-in that asks for more are checked at its width too.
-    const context = await browser.newContext(PHONE);
-    t.after(() => context.close());
-    const page = await context.newPage();
+    const page = await cleanPage(browser, PHONE);
+    const context = page.context();
     const response = await page.goto(`${server.url}/console/apps/new`);
     assert.equal(response?.status(), 200, 'sent to sign in first');
     await page.getByLabel('Username').fill(support.username);
@@ -279,9 +276,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('link', { name: 'Console' }).click();
     await page.getByText('The console needs a sign-in with a passkey').waitFor();
 
-    const other = await browser.newContext();
-    t.after(() => other.close());
-    const door = await other.newPage();
+    const door = await cleanPage(browser);
     await door.goto(`${server.url}/console`);
     await door.getByLabel('Username').fill(nobody.username);
     await door.getByLabel('Password').fill(nobody.password);
@@ -354,7 +349,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       '/console/providers/staff-directory',
       '/console/providers/staff-directory/remove',
     );
-    const small = await phonePage(t, context);
+    const small = await phonePage(context);
     for (const [tab, width] of [
       [page, 'desktop'],
       [small, 'phone'],
@@ -653,9 +648,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.equal(await server.store.resources.get('https://sneaky.example.com'), null);
 
     // The same pages at a desktop's width (axe-core checks each as it loads).
-    const desktop = await browser.newContext({ storageState: await context.storageState() });
-    t.after(() => desktop.close());
-    const wide = await desktop.newPage();
+    const wide = await cleanPage(browser);
+    await wide.context().addCookies(await context.cookies());
     for (const path of ['/console/apps', `/console/apps/${app.clientId}`, `/console/apps/${selfRegistered.id}`, '/console/apis', '/console/users/lin']) {
       assert.equal((await wide.goto(`${server.url}${path}`))?.status(), 200, path);
     }
@@ -766,7 +760,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('button', { name: 'Stop trusting this issuer' }).click();
     await page.getByText('The issuer is no longer trusted.').waitFor();
     assert.equal(await server.store.trustedIssuers.get('https://corp-idp.example.com'), null);
-    const small = await phonePage(t, context);
+    const small = await phonePage(context);
     const trusted = `/console/trusted-issuers/${encodeURIComponent('https://idp.example.com')}`;
     for (const path of ['/console/trusted-issuers', '/console/trusted-issuers/new', trusted, `${trusted}/remove`]) {
       assert.equal((await small.goto(`${server.url}${path}`))?.status(), 200, path);
@@ -875,16 +869,16 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.equal(made?.detail['operator'], 'grace');
   });
 
-  /** A page at a phone's size, touch and all, signed in as `context` is; its context closes with the test. */
-  async function phonePage(t: TestContext, context: BrowserContext): Promise<Page> {
-    const phone = await browser.newContext({ ...PHONE, storageState: await context.storageState() });
-    t.after(() => phone.close());
-    return phone.newPage();
+  /** A page at a phone's size, touch and all, signed in as `context` is (the file's clean phone page, cleanPage). */
+  async function phonePage(context: BrowserContext): Promise<Page> {
+    const phone = await cleanPage(browser, PHONE);
+    await phone.context().addCookies(await context.cookies());
+    return phone;
   }
 
   /**
    * A page signed in to the console as the admin, at `path` (the dashboard unless told; null for
-   * none yet); its context closes with the test. It starts from the admin's session of the first
+   * none yet). It is the file's clean page (cleanPage) with the admin's session of the first
    * passkey sign-in (`adminSession`): the passkey sign-in is the first test's, and the 15
    * minutes' and support's tests sign in with a passkey of their own, so another sign-in page and
    * ceremony in each test checked nothing new.
@@ -897,9 +891,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       if (path !== null && path !== '/console') await page.goto(`${server.url}${path}`);
       return page;
     }
-    const context = await browser.newContext({ storageState: adminSession });
-    t.after(() => context.close());
-    const page = await context.newPage();
+    const page = await cleanPage(browser);
+    await page.context().addCookies(adminSession);
     if (path === '/console') {
       await page.goto(`${server.url}/console`);
       await dashboard(page);
@@ -909,7 +902,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
   async function signInAdmin(page: Page): Promise<void> {
     await signInAdminWithPasskey(page);
-    adminSession ??= await page.context().storageState();
+    adminSession ??= await page.context().cookies();
   }
 
   async function signInAdminWithPasskey(page: Page): Promise<void> {

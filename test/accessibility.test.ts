@@ -89,7 +89,6 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
     );
     await page.getByRole('heading', { level: 1 }).waitFor();
     await check(page, 'error');
-    await page.context().close();
   });
 
   let session: Page;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
-import { catchRedirect, chromiumUnavailable, launchChromium, phonePageCatchingRedirect } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, cleanPage, launchChromium, phonePageCatchingRedirect } from './helpers/chromium.ts';
 import { closeAll, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { authorizationAttempt, startWithApp, redeemAttempt } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
@@ -53,7 +53,6 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     const tokens = await redeemAttempt(config, attempt, await within(callback, 'the redirect back to the client'));
     assert.equal(tokens.claims()?.sub, user.id);
     assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id))['name'], 'Grace Hopper');
-    await page.context().close();
   });
 
   it('sends access_denied to the client when the user presses Deny', async () => {
@@ -66,7 +65,6 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     const url = await within(callback, 'the redirect back to the client');
     assert.equal(url.searchParams.get('error'), 'access_denied');
     assert.equal(url.searchParams.get('state'), attempt.state);
-    await page.context().close();
   });
 
   it('tells the user when the password is wrong, and lets them try again', async () => {
@@ -80,7 +78,6 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Approve' }).click();
     assert.ok((await within(callback, 'the redirect back to the client')).searchParams.get('code'));
-    await page.context().close();
   });
 
   it('goes straight back to the app the second time, and signs out through the app after asking', async () => {
@@ -112,12 +109,12 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
     await page.goto(`${server.url}/account`);
     await page.getByLabel('Password').waitFor();
-    await page.context().close();
   });
 
   it('ends a second browser\'s session with "Sign out everywhere" on /account', async () => {
-    const contexts = await Promise.all([browser.newContext(), browser.newContext()]);
-    const [laptop, phone] = await Promise.all(contexts.map((context) => context.newPage()));
+    // Two browsers at once: a clean page (cleanPage) and a context of its own.
+    const other = await browser.newContext();
+    const [laptop, phone] = await Promise.all([cleanPage(browser), other.newPage()]);
     for (const page of [laptop!, phone!]) {
       await page.goto(`${server.url}/account`);
       await signIn(page);
@@ -131,6 +128,6 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await phone!.reload();
     await phone!.getByLabel('Password').waitFor();
     assert.equal(await phone!.getByRole('heading', { name: 'Signed-in browsers' }).count(), 0, 'the other browser is signed out');
-    await Promise.all(contexts.map((context) => context.close()));
+    await other.close();
   });
 });

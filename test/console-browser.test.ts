@@ -25,7 +25,7 @@ import { until } from './helpers/wait.ts';
 import { upstreamRedirectUri } from '../src/flows/upstream/settings.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium, PHONE, withVirtualAuthenticator, signInWithPassword } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, cleanPage, launchChromium, PHONE, withVirtualAuthenticator, signInWithPassword } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -55,6 +55,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   let adminPasskey: { credentialId: string; isResidentCredential: boolean; rpId?: string; privateKey: string; userHandle?: string; signCount: number } | null =
     null;
   let copies = 0;
+  /** The admin's session (its cookies) after their first sign-in with the passkey: see signedInAdmin. */
+  let adminSession: Awaited<ReturnType<BrowserContext['cookies']>> | null = null;
 
   /** A browser profile with a platform authenticator that keeps passkeys and verifies its user. */
   async function withAuthenticator(options: Parameters<Browser['newContext']>[0] = {}): Promise<{ context: BrowserContext; page: Page }> {
@@ -95,6 +97,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.match(await page.getByText('Signed in as').innerText(), /Grace Hopper \(administrator\)/);
     const { cdp, authenticatorId } = authenticators.get(page)!;
     adminPasskey = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials[0] ?? null;
+    adminSession = await context.cookies();
 
     // Register an app with the choices of `client add`; its secret is shown once.
     await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Apps', exact: true }).click();
@@ -115,9 +118,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       execute: [oidc.allowInsecureRequests],
     });
     const attempt = await authorizationAttempt(config, { scope: 'openid profile' });
-    const other = await browser.newContext();
-    t.after(() => other.close());
-    const visitor = await other.newPage();
+    const visitor = await cleanPage(browser);
     const callback = catchRedirect(visitor);
     await visitor.goto(attempt.url.href);
     await signInWithPassword(visitor, person);
@@ -174,9 +175,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it('refuses a stale edit of an app with the other change shown, rotates its secret once, and removes it after a confirmation page', async (t) => {
-    const page = await signedInAdmin(t);
     const app = await server.addClient({ name: 'Photo Printer' });
-    await page.goto(`${server.url}/console/apps/${app.clientId}`);
+    const page = await signedInAdmin(t, `/console/apps/${app.clientId}`);
     await page.getByLabel('Name').fill('Photo Printer 2');
     // Someone else changes it meanwhile.
     await updateClient(manageDeps(server), app.clientId, { first_party: true }, 1);
@@ -212,7 +212,10 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it('asks for the sign-in again for a change after 15 minutes, and comes back to it', async (t) => {
-    const page = await signedInAdmin(t);
+    // A sign-in of its own, with the passkey in its browser's authenticator to sign in again with.
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
     const person = await server.addUser({ username: 'katherine' });
     offset += 16 * 60_000;
     t.after(() => {
@@ -247,14 +250,13 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByText('Give this link to katherine only.').waitFor();
   });
 
-  it('refuses a support user at the app registration page with a 403 that says so, and a person without a role at the door', async (t) => {
+  it('refuses a support user at the app registration page with a 403 that says so, and a person without a role at the door', async () => {
     const support = await server.addUser({ username: 'sam', name: 'Sam Support' });
     await server.store.users.setRole(support.id, 'support');
     const nobody = await server.addUser({ username: 'nobody' });
     // On a phone: the refusal and the sign-in that asks for more are checked at its width too.
-    const context = await browser.newContext(PHONE);
-    t.after(() => context.close());
-    const page = await context.newPage();
+    const page = await cleanPage(browser, PHONE);
+    const context = page.context();
     const response = await page.goto(`${server.url}/console/apps/new`);
     assert.equal(response?.status(), 200, 'sent to sign in first');
     await page.getByLabel('Username').fill(support.username);
@@ -274,9 +276,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('link', { name: 'Console' }).click();
     await page.getByText('The console needs a sign-in with a passkey').waitFor();
 
-    const other = await browser.newContext();
-    t.after(() => other.close());
-    const door = await other.newPage();
+    const door = await cleanPage(browser);
     await door.goto(`${server.url}/console`);
     await door.getByLabel('Username').fill(nobody.username);
     await door.getByLabel('Password').fill(nobody.password);
@@ -287,9 +287,9 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it("passes axe-core on every console page at a desktop's and a phone's width", async (t) => {
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+    // Its first page is the dashboard, below.
+    const page = await signedInAdmin(t, null);
+    const context = page.context();
     const app = await server.addClient({ name: 'Weather Station', grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
     const { client: selfRegistered } = await createClient(
       manageDeps(server),
@@ -349,7 +349,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       '/console/providers/staff-directory',
       '/console/providers/staff-directory/remove',
     );
-    const small = await phonePage(t, context);
+    const small = await phonePage(context);
     for (const [tab, width] of [
       [page, 'desktop'],
       [small, 'phone'],
@@ -415,9 +415,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it("edits a person's profile with the users' table's form, and refuses an edit made over someone else's change with the current values shown", async (t) => {
-    const page = await signedInAdmin(t);
     const ada = await server.addUser({ username: 'augusta', name: 'Ada' });
-    await page.goto(`${server.url}/console/users/augusta`);
+    const page = await signedInAdmin(t, '/console/users/augusta');
     await page.getByRole('link', { name: 'Edit profile' }).click();
     assert.equal(await page.getByLabel('Name', { exact: true }).inputValue(), 'Ada');
     await page.getByLabel('Given name').fill('Ada');
@@ -531,14 +530,13 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   it('marks a self-registered app not verified in the list and on its page, and verifies it', async (t) => {
-    const page = await signedInAdmin(t);
     const { client } = await createClient(
       manageDeps(server),
       { client_name: 'Unknown Notes', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' },
       { registeredBy: 'dynamic' },
     );
     await server.addClient({ name: 'Our Own App' });
-    await page.goto(`${server.url}/console/apps`);
+    const page = await signedInAdmin(t, '/console/apps');
     const item = (name: string) =>
       page
         .getByRole('main')
@@ -650,9 +648,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.equal(await server.store.resources.get('https://sneaky.example.com'), null);
 
     // The same pages at a desktop's width (axe-core checks each as it loads).
-    const desktop = await browser.newContext({ storageState: await context.storageState() });
-    t.after(() => desktop.close());
-    const wide = await desktop.newPage();
+    const wide = await cleanPage(browser);
+    await wide.context().addCookies(await context.cookies());
     for (const path of ['/console/apps', `/console/apps/${app.clientId}`, `/console/apps/${selfRegistered.id}`, '/console/apis', '/console/users/lin']) {
       assert.equal((await wide.goto(`${server.url}${path}`))?.status(), 200, path);
     }
@@ -743,10 +740,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   // Each page it opens is checked by axe-core as it goes (helpers/chromium.ts), at a phone's width too.
   it("trusts an identity provider from the apps page, refuses a jwks_uri into the server's network, and stops trusting it after a confirmation", async (t) => {
     await addTrustedIssuer(manageDeps(server), { issuer: 'https://idp.example.com', jwks_uri: 'https://idp.example.com/jwks.json' });
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
-    await page.goto(`${server.url}/console/apps`);
+    const page = await signedInAdmin(t, '/console/apps');
+    const context = page.context();
     await page.getByRole('link', { name: 'Trusted issuers' }).click();
     await page.getByRole('heading', { name: 'Trusted issuers', level: 1 }).waitFor();
     await page.getByRole('link', { name: 'Trust an issuer' }).click();
@@ -765,7 +760,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('button', { name: 'Stop trusting this issuer' }).click();
     await page.getByText('The issuer is no longer trusted.').waitFor();
     assert.equal(await server.store.trustedIssuers.get('https://corp-idp.example.com'), null);
-    const small = await phonePage(t, context);
+    const small = await phonePage(context);
     const trusted = `/console/trusted-issuers/${encodeURIComponent('https://idp.example.com')}`;
     for (const path of ['/console/trusted-issuers', '/console/trusted-issuers/new', trusted, `${trusted}/remove`]) {
       assert.equal((await small.goto(`${server.url}${path}`))?.status(), 200, path);
@@ -853,8 +848,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
   // Each page it opens (the list, the form, the token shown once, the confirmation) is checked by axe-core too.
   it('makes a SCIM token for a provisioning system, shown once, and withdraws it after a confirmation', async (t) => {
-    const page = await signedInAdmin(t);
-    await page.goto(`${server.url}/console/scim`);
+    const page = await signedInAdmin(t, '/console/scim');
     await page.getByText(`${server.config.issuer}/scim/v2`).waitFor();
     await page.getByRole('link', { name: 'Make a SCIM token' }).click();
     await page.getByLabel('Who calls with it').fill('Okta (console)');
@@ -875,22 +869,43 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.equal(made?.detail['operator'], 'grace');
   });
 
-  /** A page at a phone's size, touch and all, signed in as `context` is; its context closes with the test. */
-  async function phonePage(t: TestContext, context: BrowserContext): Promise<Page> {
-    const phone = await browser.newContext({ ...PHONE, storageState: await context.storageState() });
-    t.after(() => phone.close());
-    return phone.newPage();
+  /** A page at a phone's size, touch and all, signed in as `context` is (the file's clean phone page, cleanPage). */
+  async function phonePage(context: BrowserContext): Promise<Page> {
+    const phone = await cleanPage(browser, PHONE);
+    await phone.context().addCookies(await context.cookies());
+    return phone;
   }
 
-  /** A page with a virtual authenticator, signed in to the console as the admin; its context closes with the test. */
-  async function signedInAdmin(t: TestContext): Promise<Page> {
-    const { context, page } = await withAuthenticator();
-    t.after(() => context.close());
-    await signInAdmin(page);
+  /**
+   * A page signed in to the console as the admin, at `path` (the dashboard unless told; null for
+   * none yet). It is the file's clean page (cleanPage) with the admin's session of the first
+   * passkey sign-in (`adminSession`): the passkey sign-in is the first test's, and the 15
+   * minutes' and support's tests sign in with a passkey of their own, so another sign-in page and
+   * ceremony in each test checked nothing new.
+   */
+  async function signedInAdmin(t: TestContext, path: string | null = '/console'): Promise<Page> {
+    if (adminSession === null) {
+      const { context, page } = await withAuthenticator();
+      t.after(() => context.close());
+      await signInAdmin(page);
+      if (path !== null && path !== '/console') await page.goto(`${server.url}${path}`);
+      return page;
+    }
+    const page = await cleanPage(browser);
+    await page.context().addCookies(adminSession);
+    if (path === '/console') {
+      await page.goto(`${server.url}/console`);
+      await dashboard(page);
+    } else if (path !== null) await page.goto(`${server.url}${path}`);
     return page;
   }
 
   async function signInAdmin(page: Page): Promise<void> {
+    await signInAdminWithPasskey(page);
+    adminSession ??= await page.context().cookies();
+  }
+
+  async function signInAdminWithPasskey(page: Page): Promise<void> {
     if (adminPasskey !== null) {
       const { cdp, authenticatorId } = authenticators.get(page)!;
       copies += 1;

@@ -34,7 +34,7 @@ import {
 } from '../src/ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../src/ui/second-factor.ts';
 import { axeViolations } from './helpers/accessibility.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, cleanPage, launchChromium } from './helpers/chromium.ts';
 import { closeAll, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { authorizeUrl, startWithApp } from './helpers/fixtures.ts';
 
@@ -313,8 +313,7 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
     authorizeUrl(server.url, { client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid profile', ...extra }).href;
 
   it('follows the app’s ui_locales over Accept-Language, through sign-in to the approval page, skipping a tag it does not know', async () => {
-    const context = await browser.newContext({ locale: 'de-DE' });
-    const page = await context.newPage();
+    const page = await cleanPage(browser, { locale: 'de-DE' });
     await page.goto(`${server.url}/login`);
     assert.equal(await page.getAttribute('html', 'lang'), 'de', 'Accept-Language alone: German');
     await page.goto(appRequest({ ui_locales: 'tlh xx-!! ja-JP en' }));
@@ -329,13 +328,11 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
       /あなたの名前、ニックネーム、ユーザー名、プロフィール画像、ウェブページ、性別、生年月日、言語、タイムゾーンを見る/,
       'the profile scope in Japanese',
     );
-    await context.close();
   });
 
   it('shows the signed-in person’s pages in their account’s language (the locale claim) over Accept-Language, and the menu’s choice over that', async () => {
     const ana = await server.addUser({ username: 'ana', profile: { locale: 'pt-BR' } });
-    const context = await browser.newContext({ locale: 'de-DE' });
-    const page = await context.newPage();
+    const page = await cleanPage(browser, { locale: 'de-DE' });
     await page.goto(`${server.url}/login?return_to=%2Faccount`);
     assert.equal(await page.getAttribute('html', 'lang'), 'de', 'before signing in: the browser’s language');
     await page.locator('#username').fill(ana.username);
@@ -345,7 +342,6 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
     assert.equal(await page.getAttribute('html', 'lang'), 'pt-BR');
     await page.getByRole('link', { name: 'English' }).click();
     await page.getByRole('heading', { name: 'Connected apps and devices' }).waitFor();
-    await context.close();
   });
 
   it('remembers the language chosen in the menu on every page, over the browser’s and the app’s, right to left for Arabic', async () => {

@@ -14,7 +14,15 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { verifyPassword } from '../src/core/password.ts';
 import { inviteUser } from '../src/flows/manage/invitations.ts';
 import { axeViolations } from './helpers/accessibility.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium, reach, signInToAccountWithPasskey, withVirtualAuthenticator } from './helpers/chromium.ts';
+import {
+  catchRedirect,
+  chromiumUnavailable,
+  cleanPage,
+  launchChromium,
+  reach,
+  signInToAccountWithPasskey,
+  withVirtualAuthenticator,
+} from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { addUpstreamTessera, authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
 import { operatorBrowser } from './helpers/console.ts';
@@ -61,8 +69,9 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
   /** An authorization request of the app's (openid-client's, with PKCE, state and nonce), redeemed by `redeemAttempt`. */
   const authorize = (extra: Record<string, string> = {}) => authorizationAttempt(config, { scope: 'openid email organization', ...extra });
 
-  async function appPage(context?: BrowserContext): Promise<{ page: Page; callback: Promise<URL> }> {
-    const page = await (context ?? (await browser.newContext())).newPage();
+  /** The file's clean page (cleanPage), whose redirects to the app are caught. */
+  async function appPage(): Promise<{ page: Page; callback: Promise<URL> }> {
+    const page = await cleanPage(browser);
     return { page, callback: catchRedirect(page) };
   }
 
@@ -100,7 +109,6 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
     await reach(page, page.getByRole('group'), 'the choice of organization, in Arabic');
     assert.equal(await page.locator('html').getAttribute('dir'), 'rtl');
     assert.equal(await page.getByRole('radio', { name: 'Globex' }).isChecked(), true, 'the choice kept is checked');
-    await page.context().close();
   });
 
   async function withAuthenticator(locale: string): Promise<{ context: BrowserContext; page: Page; cdp: CDPSession; authenticatorId: string }> {
@@ -180,7 +188,6 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
       (await server.store.organizations.membershipsOf(tokens.claims()!.sub)).map((membership) => [membership.organization.name, membership.role]),
       [['Acme', 'member']],
     );
-    await page.context().close();
 
     // Typed on the sign-in page: the same page, whether or not such an account exists here, no password checked.
     for (const address of ['ada@acme.example', 'nobody@acme.example']) {
@@ -193,38 +200,34 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
       await typed.page.getByRole('link', { name: 'Continue with Acme SSO' }).click();
       await reach(typed.page, (url) => url.href.startsWith(upstream.url), `the upstream provider, for ${address}`);
       assert.equal(new URL(typed.page.url()).searchParams.get('login_hint'), address, 'the address goes on as the login_hint');
-      await typed.page.context().close();
     }
     // The page that leads there, in Arabic.
-    const arabic = await (await browser.newContext({ locale: 'ar' })).newPage();
+    const arabic = await cleanPage(browser, { locale: 'ar' });
     await arabic.goto((await authorize()).url.href);
     await arabic.locator('#username').fill('ada@acme.example');
     await arabic.locator('#password').fill('anything at all');
     await arabic.locator('form[action="/login"] button[type=submit].primary').click();
     await arabic.locator('a.button.primary', { hasText: 'Acme SSO' }).waitFor();
     assert.equal(await arabic.locator('html').getAttribute('dir'), 'rtl');
-    await arabic.context().close();
   });
 
   it('opens sign-up for an invitation alone, with no sign-up link, in English and Arabic', async () => {
     for (const locale of ['en', 'ar']) {
-      const page = await (await browser.newContext({ locale })).newPage();
+      const page = await cleanPage(browser, { locale });
       await page.goto(`${server.url}/login`);
       await page.getByRole('heading', { level: 1 }).waitFor();
       assert.equal(await page.locator('a[href^="/sign-up"]').count(), 0);
       const closed = await page.goto(`${server.url}/sign-up`);
       assert.equal(closed?.status(), 404);
       await page.getByRole('heading', { level: 1 }).waitFor();
-      await page.context().close();
     }
   });
 
   it('shows the console’s organization pages, in English and Arabic, and adds a member', async () => {
     const { browser: operator } = await operatorBrowser(server, 'admin');
     for (const locale of ['en', 'ar']) {
-      const context = await browser.newContext({ locale });
-      await context.addCookies([...operator.cookies].map(([name, value]) => ({ name, value, url: server.url })));
-      const page = await context.newPage();
+      const page = await cleanPage(browser, { locale });
+      await page.context().addCookies([...operator.cookies].map(([name, value]) => ({ name, value, url: server.url })));
       await page.goto(`${server.url}/console/orgs`);
       await page.getByRole('link', { name: 'Acme' }).waitFor();
       await page.goto(`${server.url}/console/orgs/new`);
@@ -242,7 +245,6 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
       }
       await page.goto(`${server.url}/console/orgs/${orgIds['Acme']}/remove`);
       await page.getByRole('heading', { level: 1 }).waitFor();
-      await context.close();
     }
     const members = JSON.parse(await tessera(['org', 'member', 'list', 'Acme', '--json'])) as { username: string; role: string }[];
     assert.ok(

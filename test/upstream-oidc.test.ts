@@ -14,7 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
 import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, cleanPage, launchChromium, reach } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { addUpstreamTessera, authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
 import { closeAll, closeServer, listenOnFreePort, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
@@ -67,9 +67,12 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   });
   after(() => closeAll(browser, downstream, upstream));
 
+  /** A page as a new browser's, reused (cleanPage): the file opened 17 contexts, one a test. */
+  const freshPage = () => cleanPage(browser);
+
   /** A page that captures the redirect back to the app instead of loading it. */
   async function appPage(): Promise<{ page: Page; callback: Promise<URL> }> {
-    const page = await (await browser.newContext()).newPage();
+    const page = await freshPage();
     const callback = catchRedirect(page);
     return { page, callback };
   }
@@ -175,7 +178,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.goto(`${downstream.url}/account`);
     const linked = page.getByRole('region', { name: 'Linked accounts' });
     assert.match(await linked.getByRole('listitem').innerText(), /^Upstream ID: ada@example\.com, linked /);
-    await page.context().close();
   });
 
   it('signs in again as the same user through the link, without a second account', async () => {
@@ -185,7 +187,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     const tokens = await redeem(callback, attempt);
     assert.equal(tokens.claims()?.sub, (await downstream.store.users.findByUsername('ada'))?.id);
     assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada@example.com').length, 1);
-    await page.context().close();
   });
 
   it("asks the provider for a new sign-in where one is needed, and dates the session by the provider's auth_time, never by its answer", async () => {
@@ -314,7 +315,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       (await downstream.store.sessions.listForUser(hedyHere.id, Date.now())).map((session) => session.amr),
       [['pwd']],
     );
-    await untrusted.page.context().close();
 
     const updated = await runTessera(['provider', 'update', 'upstream', '--trust-upstream-mfa'], env);
     assert.equal(updated.code, 0, updated.stderr);
@@ -326,7 +326,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       const claims = tokens.claims()!;
       assert.deepEqual(claims.amr, ['pwd', 'otp', 'mfa']);
       assert.equal(claims.acr, 'urn:tessera:acr:mfa');
-      await trusted.page.context().close();
     } finally {
       const reverted = await runTessera(['provider', 'update', 'upstream', '--no-trust-upstream-mfa'], env);
       assert.equal(reverted.code, 0, reverted.stderr);
@@ -342,7 +341,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal(tokens.claims()?.sub, local.id, 'signed in as the existing account');
     const linked = await downstream.store.events.list({ type: 'identity.linked', userId: local.id, limit: 5 });
     assert.equal(linked[0]?.detail['how'], 'email');
-    await page.context().close();
   });
 
   it('never links an account that holds a console role by its e-mail address, and makes no second account', async () => {
@@ -351,7 +349,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal(role.code, 0, role.stderr);
     // The upstream asserts the admin's verified address, through a provider that allows linking.
     await upstream.addUser({ username: 'hopper', password: 'hopper password 1', email: 'grace.hopper@example.com', profile: { emailVerified: true } });
-    const page = await (await browser.newContext()).newPage();
+    const page = await freshPage();
     await page.goto(`${downstream.url}/login`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'hopper', 'hopper password 1');
@@ -368,7 +366,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     );
     const [event] = await failures('console_role');
     assert.equal(event?.userId, admin.id);
-    await page.context().close();
   });
 
   it('never counts the upstream\'s "mfa" for an account that holds a console role, even from a trusted provider', async () => {
@@ -391,7 +388,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     // least a whole step after it is typed, and the second is never the first's step again;
     // the step before the current one had left as little as no time at all (a failure in CI).
     const signIn = async (stepsAhead: number) => {
-      const page = await (await browser.newContext()).newPage();
+      const page = await freshPage();
       await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
       await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
       await signInUpstream(page, 'joan', 'joan password 1');
@@ -399,7 +396,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, Date.now() + stepsAhead * 30_000));
       await page.getByRole('button', { name: 'Continue' }).click();
       await reach(page, (url) => url.href === `${downstream.url}/account`, 'the account page');
-      await page.context().close();
     };
     assert.equal((await runTessera(['provider', 'update', 'upstream', '--trust-upstream-mfa'], env)).code, 0);
     try {
@@ -428,7 +424,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     // Linking is allowed, but an address nobody verified here proves nothing about who has the account.
     const local = await downstream.addUser({ username: 'ada.three.local', email: 'ada.three@example.com' });
     await upstream.addUser({ username: 'ada3', password: 'ada3 password 1', email: 'Ada.Three@example.com', profile: { emailVerified: true } });
-    const page = await (await browser.newContext()).newPage();
+    const page = await freshPage();
     await page.goto(`${downstream.url}/login`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'ada3', 'ada3 password 1');
@@ -446,7 +442,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       (await failures('email_taken')).some((event) => event.userId === local.id),
       true,
     );
-    await page.context().close();
   });
 
   it('takes line breaks, controls and bidirectional overrides out of the names the provider sends, keeping the rest', async () => {
@@ -458,12 +453,11 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       email: 'mal@example.com',
       profile: { emailVerified: true, givenName: 'Mal\u001b[2J\u200Bory', familyName: 'Ne\u2066wton\u200D' },
     });
-    const page = await (await browser.newContext()).newPage();
+    const page = await freshPage();
     await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'mal', 'mal password 1');
     await reach(page, (url) => url.href === `${downstream.url}/account`, 'the account page');
-    await page.context().close();
     const mal = (await downstream.store.users.findByUsername('mal'))!;
     assert.deepEqual([mal.name, mal.givenName, mal.familyName], ['Malory   console role: admin', 'Mal[2Jory', 'Newton\u200D']);
     const shown = await runTessera(['user', 'show', 'mal'], env);
@@ -477,7 +471,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     try {
       const local = await downstream.addUser({ username: 'una.local', email: 'ada.two@example.com', profile: { emailVerified: true } });
       await upstream.addUser({ username: 'ada2', password: 'ada2 password 1', email: 'ada.two@example.com', profile: { emailVerified: true } });
-      const page = await (await browser.newContext()).newPage();
+      const page = await freshPage();
       await page.goto(`${downstream.url}/login`);
       await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
       await signInUpstream(page, 'ada2', 'ada2 password 1');
@@ -488,14 +482,13 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       );
       assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada.two@example.com').length, 1);
       assert.equal((await failures('email_taken')).filter((event) => event.userId === local.id).length, 1);
-      await page.context().close();
     } finally {
       await runTessera(['provider', 'update', 'upstream', '--allow-linking'], env);
     }
   });
 
   it('refuses an e-mail address outside the allowed domains, with a signin.failed event and no user made', async () => {
-    const page = await (await browser.newContext()).newPage();
+    const page = await freshPage();
     await page.goto(`${downstream.url}/login`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'eve', 'eve password 1');
@@ -507,16 +500,14 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal(await downstream.store.users.findByUsername('eve'), null);
     const [event] = await failures('domain_not_allowed');
     assert.equal(event?.detail['provider'], 'upstream');
-    await page.context().close();
     // An unverified address in an allowed domain proves nothing either.
-    const other = await (await browser.newContext()).newPage();
+    const other = await freshPage();
     await other.goto(`${downstream.url}/login`);
     await other.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(other, 'unverified', 'unverified password 1');
     await reach(other, other.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
     assert.equal(await downstream.store.users.findByUsername('una@example.com'), null);
     assert.equal((await failures('domain_not_allowed')).length, 2);
-    await other.context().close();
   });
 
   it('refuses an answer that did not start in this browser (login CSRF), and one whose state was used', async () => {
@@ -537,7 +528,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   });
 
   it('refuses when the provider answers with an error (the person cancelled there)', async () => {
-    const page = await (await browser.newContext()).newPage();
+    const page = await freshPage();
     // The upstream's authorization endpoint answers access_denied at once, as a cancelled
     // sign-in does. (Chromium routes only the first request of a redirect chain: the way out
     // is caught at Acme, the redirect upstream read, and the provider's answer sent instead.)
@@ -554,11 +545,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal(await page.getByRole('alert').innerText(), 'Upstream ID did not sign you in. If you cancelled, that is fine: start again when you are ready.');
     const [event] = await failures('upstream_error');
     assert.equal(event?.detail['upstream'], 'access_denied');
-    await page.context().close();
   });
 
   it('refuses an ID token whose nonce is not the one sent', async () => {
-    const page = await (await browser.newContext()).newPage();
+    const page = await freshPage();
     // The request is changed on its way upstream: the ID token comes back with another nonce.
     await upstreamBound(page, (upstreamUrl) => {
       upstreamUrl.searchParams.set('nonce', 'not-the-nonce-sent');
@@ -571,7 +561,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.match(await page.getByRole('alert').innerText(), /^The answer from Upstream ID could not be verified/);
     const [event] = await failures('invalid_response');
     assert.match(String(event?.detail['upstream']), /nonce/);
-    await page.context().close();
   });
 
   it('refuses an ID token from another issuer than the provider added (a mix-up)', async () => {
@@ -608,7 +597,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
         upstreamClient.clientSecret,
       );
       assert.equal(added.code, 0, added.stderr);
-      const page = await (await browser.newContext()).newPage();
+      const page = await freshPage();
       // Without the authorization response's iss (RFC 9207), the ID token's own iss is what gives it away.
       const sent = downstreamBound(page, (callback) => {
         callback.searchParams.delete('iss');
@@ -626,7 +615,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       assert.match(await page.getByRole('alert').innerText(), /^The answer from Lookalike could not be verified/);
       const event = (await failures('invalid_response')).find((candidate) => candidate.detail['provider'] === 'mixup');
       assert.match(String(event?.detail['upstream']), /iss/);
-      await page.context().close();
     } finally {
       await runTessera(['provider', 'remove', 'mixup'], env);
       await closeServer(lookalike);
@@ -763,13 +751,12 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   it('refuses a disabled Acme user through the provider', async () => {
     assert.equal((await runTessera(['user', 'disable', 'ada'], env)).code, 0);
     try {
-      const page = await (await browser.newContext()).newPage();
+      const page = await freshPage();
       await page.goto(`${downstream.url}/login`);
       await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
       await signInUpstream(page, 'ada', 'ada password 1');
       await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
       assert.equal(await page.getByRole('alert').innerText(), 'Your Acme account is disabled. Ask the people who run Acme.');
-      await page.context().close();
     } finally {
       await runTessera(['user', 'enable', 'ada'], env);
     }

@@ -180,8 +180,8 @@ function checkerOf(browser: Browser): Promise<Checker> {
   return checker;
 }
 
-/** axe-core's violations in `snapshot`, checked in `browser`'s checker page, one line each. */
-async function checkSnapshot(browser: Browser, snapshot: Snapshot, name: string): Promise<string[]> {
+/** axe-core's violations in `snapshot`, checked in `browser`'s checker page. */
+async function checkSnapshot(browser: Browser, snapshot: Snapshot): Promise<Violation[]> {
   const checker = await checkerOf(browser);
   const run = checker.queue.then(async () => {
     const size = checker.page.viewportSize();
@@ -191,10 +191,35 @@ async function checkSnapshot(browser: Browser, snapshot: Snapshot, name: string)
     return (await checker.page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
   });
   checker.queue = run.catch(() => {});
-  const violations = await run;
+  return run;
+}
+
+/** Violations as a failure lists them, one line each: page, rule, elements. */
+function lines(violations: readonly Violation[], name: string): string[] {
   return violations.map(
     (violation) => `${name}: ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
   );
+}
+
+/** A state's check in this process: its violations and the page they were found on, or null when its copy could not be taken. */
+interface Check {
+  readonly result: Promise<{ readonly violations: readonly Violation[]; readonly name: string } | null>;
+  /** Whether a watch has put its violations into a browser's failure. */
+  reported: boolean;
+}
+
+/**
+ * The states this process has checked, by key. A test that names a state the watch has checked
+ * (axeViolations) gets that check's violations, and the watch meeting a state a test named
+ * reports that test's: each state goes through axe-core once. The sign-up, passkey sign-up and
+ * accessibility files name states the watch meets too, and ran axe-core on 50 of them twice.
+ */
+const checks = new Map<string, Check>();
+
+/** `result`, with its failure left to whoever awaits it: a check no test waits for must not fail as an unhandled rejection. */
+function handled<T>(result: Promise<T>): Promise<T> {
+  result.catch(() => {});
+  return result;
 }
 
 /**
@@ -206,7 +231,18 @@ async function checkSnapshot(browser: Browser, snapshot: Snapshot, name: string)
 export async function axeViolations(page: Page, name = page.url()): Promise<string[]> {
   const snapshot = (await page.evaluate(SNAPSHOT)) as Snapshot;
   if (!snapshot.url.startsWith('http')) return [];
-  return checkSnapshot(page.context().browser()!, snapshot, name);
+  const earlier = snapshot.key === null ? undefined : await checks.get(snapshot.key)?.result;
+  if (earlier) return lines(earlier.violations, name);
+  const violations = checkSnapshot(page.context().browser()!, snapshot);
+  if (snapshot.key !== null) {
+    // Claimed for the run too, so that no other file's watch checks it again.
+    claim(snapshot.key);
+    checks.set(snapshot.key, {
+      result: handled(violations.then((found) => ({ violations: found, name: `${snapshot.url} (${snapshot.title})` }))),
+      reported: false,
+    });
+  }
+  return lines(await violations, name);
 }
 
 /**
@@ -215,20 +251,38 @@ export async function axeViolations(page: Page, name = page.url()): Promise<stri
  */
 async function check(page: Page, checking: (run: Promise<void>) => void, found: string[]): Promise<void> {
   let key: string | null = null;
+  /** Settles this check's entry in `checks`, until the check is under way. */
+  let settle: ((result: Check['result']) => void) | undefined;
   try {
     key = (await page.evaluate(STRUCTURE)) as string | null;
-    if (key === null || !claim(key)) return;
-    const snapshot = (await page.evaluate(SNAPSHOT)) as Snapshot;
-    // Another document since the key was taken: its own load checks it.
-    if (snapshot.key !== key) {
-      release(key);
+    if (key === null) return;
+    const earlier = checks.get(key);
+    if (earlier !== undefined) {
+      // Checked for a test that named it: its violations fail this browser's close too.
+      if (!earlier.reported) {
+        earlier.reported = true;
+        checking(earlier.result.then((result) => void (result && found.push(...lines(result.violations, result.name)))));
+      }
       return;
     }
-    checking(checkSnapshot(page.context().browser()!, snapshot, `${snapshot.url} (${snapshot.title})`).then((violations) => void found.push(...violations)));
+    if (!claim(key)) return;
+    checks.set(key, { result: handled(new Promise((resolve) => (settle = resolve))), reported: true });
+    const snapshot = (await page.evaluate(SNAPSHOT)) as Snapshot;
+    // Another document since the key was taken: its own load checks it.
+    if (snapshot.key !== key) throw new Error('navigated away before the copy was taken');
+    const name = `${snapshot.url} (${snapshot.title})`;
+    const violations = checkSnapshot(page.context().browser()!, snapshot);
+    settle!(violations.then((list) => ({ violations: list, name })));
+    settle = undefined;
+    checking(violations.then((list) => void found.push(...lines(list, name))));
   } catch (error) {
     // The test moved on (a navigation, a closed page) before the copy was taken: that state is
     // gone, and is checked when it is next seen.
-    if (key !== null) release(key);
+    if (key !== null && settle !== undefined) {
+      checks.delete(key);
+      release(key);
+      settle(Promise.resolve(null));
+    }
     if (page.isClosed()) return;
     if (
       !/Execution context was destroyed|Target page, context or browser has been closed|No target with given id|no object with guid|Session closed|navigat/i.test(

@@ -25,6 +25,27 @@ const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core
 /** WCAG 2.2 A and AA, the level the pages promise. */
 const RUN_OPTIONS = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] }, resultTypes: ['violations'] };
 
+/**
+ * The rules whose outcome a page's words decide, not its structure: what a translation can
+ * break (a label, a button's or a link's name left empty or not matching what it shows, a
+ * title, an image's text alternative, the language named). For `textViolations`.
+ */
+const TEXT_RULES = [
+  'label',
+  'button-name',
+  'input-button-name',
+  'link-name',
+  'select-name',
+  'aria-input-field-name',
+  'label-content-name-mismatch',
+  'image-alt',
+  'document-title',
+  'empty-heading',
+  'html-has-lang',
+  'html-lang-valid',
+  'valid-lang',
+];
+
 const checked = new Set<string>();
 
 /**
@@ -181,14 +202,14 @@ function checkerOf(browser: Browser): Promise<Checker> {
 }
 
 /** axe-core's violations in `snapshot`, checked in `browser`'s checker page. */
-async function checkSnapshot(browser: Browser, snapshot: Snapshot): Promise<Violation[]> {
+async function checkSnapshot(browser: Browser, snapshot: Snapshot, options: object = RUN_OPTIONS): Promise<Violation[]> {
   const checker = await checkerOf(browser);
   const run = checker.queue.then(async () => {
     const size = checker.page.viewportSize();
     if (size?.width !== snapshot.width || size.height !== snapshot.height)
       await checker.page.setViewportSize({ width: snapshot.width, height: snapshot.height });
     await checker.page.evaluate(`(${REPLACE})(${JSON.stringify(snapshot)})`);
-    return (await checker.page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
+    return (await checker.page.evaluate(`axe.run(document, ${JSON.stringify(options)}).then((result) => result.violations)`)) as Violation[];
   });
   checker.queue = run.catch(() => {});
   return run;
@@ -230,7 +251,8 @@ function handled<T>(result: Promise<T>): Promise<T> {
  */
 export async function axeViolations(page: Page, name = page.url()): Promise<string[]> {
   const snapshot = (await page.evaluate(SNAPSHOT)) as Snapshot;
-  if (!snapshot.url.startsWith('http')) return [];
+  // A page set with `setContent` (about:blank) is checked as it stands, a browser's error page not.
+  if (!snapshot.url.startsWith('http') && snapshot.url !== 'about:blank') return [];
   const earlier = snapshot.key === null ? undefined : await checks.get(snapshot.key)?.result;
   if (earlier) return lines(earlier.violations, name);
   const violations = checkSnapshot(page.context().browser()!, snapshot);
@@ -243,6 +265,26 @@ export async function axeViolations(page: Page, name = page.url()): Promise<stri
     });
   }
   return lines(await violations, name);
+}
+
+/**
+ * axe-core's rules that a page's words decide (TEXT_RULES), on the page as it stands now, one
+ * line each: for a page whose structure was checked with every rule in another language
+ * (test/languages-browser.test.ts checks each page so in its first language, then these in
+ * every other). Every call is checked: the words differ where the structure does not.
+ */
+export async function textViolations(page: Page, name: string): Promise<string[]> {
+  // Run in the page itself, with axe-core loaded into it once: a page that only has its
+  // content set again (`setContent`) keeps its window, and with it axe-core, so each check
+  // costs only the rules' run, not a copy set into the checker.
+  if (!(await page.evaluate('typeof axe !== "undefined"'))) {
+    const session = await page.context().newCDPSession(page);
+    const { exceptionDetails } = await session.send('Runtime.evaluate', { expression: AXE_SOURCE });
+    await session.detach();
+    if (exceptionDetails) throw new Error(`loading axe-core failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
+  }
+  const options = { runOnly: { type: 'rule', values: TEXT_RULES }, resultTypes: ['violations'] };
+  return lines((await page.evaluate(`axe.run(document, ${JSON.stringify(options)}).then((result) => result.violations)`)) as Violation[], name);
 }
 
 /**

@@ -4,8 +4,7 @@
  * Node's compile cache keeps each module with its types stripped, so a server started with it
  * never loads the type stripper, whose WebAssembly memory (about 20 MiB) would stay for the
  * process's life (docs/benchmarks.md, "Peak RSS"). This fills the cache `npm start` reads
- * (NODE_COMPILE_CACHE in package.json's start script), which the `tessera` commands and the
- * tests read too, by importing every module of src/ once under each one's flags,
+ * (NODE_COMPILE_CACHE in package.json's start script) by importing every module of src/ once,
  * which starts nothing (each entry point runs only when it is the command); the modules a server
  * imports only on first use are then cached too. Best effort, by a Node.js new enough to run
  * Tessera: an install never fails for it, and a start without it only strips the types itself.
@@ -35,12 +34,9 @@ const cache = /\bNODE_COMPILE_CACHE=(\S+)/.exec(pkg.scripts.start ?? '')?.[1];
 const startFlags = (/\bnode ((?:--\S+ )*)src\/main\.ts$/.exec(pkg.scripts.start ?? '')?.[1] ?? '').split(' ').filter(Boolean);
 const newEnough = running > major || (running === major && runningMinor >= minor);
 if (newEnough && cache && fs.existsSync(new URL('../src/main.ts', import.meta.url))) {
-  // Under npm start's flags, in a Node.js started with them; then, in this one, under Node's own,
-  // which the `tessera` commands (bin/tessera.js) and the tests run with: Node keeps the code of
-  // each set of flags in a subdirectory of its own, so both are filled, and neither displaces
-  // the other.
   if (!startFlags.every((flag) => process.execArgv.includes(flag))) {
     spawnSync(process.execPath, [...startFlags, fileURLToPath(import.meta.url)], { stdio: 'inherit' });
+    process.exit(0);
   }
   // Quiet, as npm prints what a postinstall writes: a warning a module's import emits is not the install's.
   process.removeAllListeners('warning');

@@ -10,12 +10,9 @@ import { join } from 'node:path';
 /**
  * Node's compile cache: every test process, and every server and command the tests start in a
  * process of its own, would otherwise strip the types of the app and compile it again. The
- * cache checks each file's contents, so an edited file is compiled afresh. The directory npm
- * start and the `tessera` commands use, which `npm install` fills with every module of src/
- * under Node's own flags too (bin/warm-compile-cache.js): a first `npm test` then strips only
- * the tests' own files.
+ * cache checks each file's contents, so an edited file is compiled afresh.
  */
-const COMPILE_CACHE = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'tessera');
+const COMPILE_CACHE = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'tessera-tests');
 
 let runDirectory: string | undefined;
 

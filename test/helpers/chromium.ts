@@ -86,6 +86,9 @@ function sharedChromium(): Promise<Browser> {
   return shared;
 }
 
+/** How long a page action or navigation of a test's browser waits before it fails. */
+const ACTION_TIMEOUT_MS = 10_000;
+
 /**
  * Headless Debian Chromium with the flags this sandboxed, offline machine needs, as a file's
  * own browser: its contexts and pages are its own, and `close()` closes those and nothing
@@ -100,6 +103,10 @@ export async function launchChromium(): Promise<Browser> {
   const own = Object.create(browser) as Browser;
   own.newContext = async (...args) => {
     const context = await browser.newContext(...args);
+    // A test whose rule is broken waits for an element that never comes: it fails after this,
+    // not after Playwright's 30 s (three such tests held test/browser.test.ts for 62 s). Page
+    // actions here take well under a second; ten leaves room for a machine busy with the suite.
+    context.setDefaultTimeout(ACTION_TIMEOUT_MS);
     contexts.add(context);
     context.on('close', () => contexts.delete(context));
     return context;

@@ -177,6 +177,23 @@ interface Checker {
 
 const checkers = new WeakMap<Browser, Promise<Checker>>();
 
+/** axe-core's violations of `options`' rules in `page`'s document, where it is loaded. */
+async function runAxe(page: Page, options: object): Promise<Violation[]> {
+  return (await page.evaluate(`axe.run(document, ${JSON.stringify(options)}).then((result) => result.violations)`)) as Violation[];
+}
+
+/** Loads axe-core into `page`'s document. */
+async function loadAxe(page: Page): Promise<void> {
+  const session = await page.context().newCDPSession(page);
+  try {
+    // Sent as it is: page.evaluate would wrap and re-encode its 500 KB.
+    const { exceptionDetails } = await session.send('Runtime.evaluate', { expression: AXE_SOURCE });
+    if (exceptionDetails) throw new Error(`loading axe-core failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
+  } finally {
+    await session.detach();
+  }
+}
+
 function checkerOf(browser: Browser): Promise<Checker> {
   let checker = checkers.get(browser);
   if (checker === undefined) {
@@ -184,11 +201,7 @@ function checkerOf(browser: Browser): Promise<Checker> {
       const context = await browser.newContext();
       const page = await context.newPage();
       await page.setContent('<!doctype html><html><head></head><body></body></html>');
-      const session = await context.newCDPSession(page);
-      // Sent as it is: page.evaluate would wrap and re-encode its 500 KB.
-      const { exceptionDetails } = await session.send('Runtime.evaluate', { expression: AXE_SOURCE });
-      if (exceptionDetails) throw new Error(`loading axe-core failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
-      await session.detach();
+      await loadAxe(page);
       return { page, queue: Promise.resolve() };
     })();
     checkers.set(browser, checker);
@@ -209,7 +222,7 @@ async function checkSnapshot(browser: Browser, snapshot: Snapshot, options: obje
     if (size?.width !== snapshot.width || size.height !== snapshot.height)
       await checker.page.setViewportSize({ width: snapshot.width, height: snapshot.height });
     await checker.page.evaluate(`(${REPLACE})(${JSON.stringify(snapshot)})`);
-    return (await checker.page.evaluate(`axe.run(document, ${JSON.stringify(options)}).then((result) => result.violations)`)) as Violation[];
+    return runAxe(checker.page, options);
   });
   checker.queue = run.catch(() => {});
   return run;
@@ -277,14 +290,8 @@ export async function textViolations(page: Page, name: string): Promise<string[]
   // Run in the page itself, with axe-core loaded into it once: a page that only has its
   // content set again (`setContent`) keeps its window, and with it axe-core, so each check
   // costs only the rules' run, not a copy set into the checker.
-  if (!(await page.evaluate('typeof axe !== "undefined"'))) {
-    const session = await page.context().newCDPSession(page);
-    const { exceptionDetails } = await session.send('Runtime.evaluate', { expression: AXE_SOURCE });
-    await session.detach();
-    if (exceptionDetails) throw new Error(`loading axe-core failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
-  }
-  const options = { runOnly: { type: 'rule', values: TEXT_RULES }, resultTypes: ['violations'] };
-  return lines((await page.evaluate(`axe.run(document, ${JSON.stringify(options)}).then((result) => result.violations)`)) as Violation[], name);
+  if (!(await page.evaluate('typeof axe !== "undefined"'))) await loadAxe(page);
+  return lines(await runAxe(page, { runOnly: { type: 'rule', values: TEXT_RULES }, resultTypes: ['violations'] }), name);
 }
 
 /**

@@ -99,9 +99,13 @@ async function main(): Promise<void> {
               workerData: { mint: { path, from: perThread * threads, batch: mintBatch, everyMs: Number(values['mint-every']), sequential } } satisfies Minting,
             })
           : null;
+      let minted = 0;
+      minter?.on('message', (count: number) => (minted = count));
+      // A minting thread that failed fails the run: its codes' absence would go unseen.
+      const minterFailed = new Promise<never>((_, reject) => minter?.once('error', reject));
       const started = performance.now();
       const cpu = process.threadCpuUsage();
-      await Promise.all(
+      const sent = Promise.all(
         Array.from({ length: threads }, (_, index) => {
           const { port1, port2 } = new MessageChannel();
           writer.accept(port1);
@@ -113,6 +117,7 @@ async function main(): Promise<void> {
           });
         }),
       );
+      await Promise.race([sent, minterFailed]);
       const used = process.threadCpuUsage(cpu);
       const seconds = (performance.now() - started) / 1000;
       await minter?.terminate();
@@ -121,7 +126,8 @@ async function main(): Promise<void> {
       results.push(perRedemption);
       console.log(
         `run ${run}: ${redemptions} redemptions from ${threads} threads in ${seconds.toFixed(2)} s (${Math.round(redemptions / seconds)}/s); ` +
-          `writer thread ${perRedemption.toFixed(1)} µs of CPU a redemption`,
+          `writer thread ${perRedemption.toFixed(1)} µs of CPU a redemption` +
+          (minter === null ? '' : `; another connection minted ${minted} codes meanwhile`),
       );
       await writer.store.close();
     } finally {
@@ -135,22 +141,28 @@ async function main(): Promise<void> {
 async function mintWhileRunning({ path, from, batch, everyMs, sequential }: Minting['mint']): Promise<void> {
   const db = new DatabaseSync(path);
   db.exec('PRAGMA busy_timeout = 5000');
-  const now = Date.now();
+  const insert = codeInserter(db, sequential, Date.now());
+  for (let next = from; ; next += batch) {
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+    db.exec('BEGIN IMMEDIATE');
+    for (let i = next; i < next + batch; i += 1) insert(i);
+    db.exec('COMMIT');
+    parentPort?.postMessage(next + batch - from);
+  }
+}
+
+/** Writes code `index` of the session `sid` and its grant, as a server's authorization leaves them. */
+function codeInserter(db: DatabaseSync, sequential: boolean, now: number): (index: number) => void {
   const grant = db.prepare(`INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at)
     VALUES (?, 'user', 'app', '["openid","profile"]', 'authorization_code', ?, ?)`);
   const code =
     db.prepare(`INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, code_challenge, auth_time, sid, created_at, expires_at, id_token_claims)
     VALUES (?, 'app', 'user', ?, ?, '["openid","profile"]', ?, ?, 'sid', ?, ?, '[]')`);
-  for (let next = from; ; next += batch) {
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-    db.exec('BEGIN IMMEDIATE');
-    for (let i = next; i < next + batch; i += 1) {
-      const keys = keysOf(i, sequential);
-      grant.run(keys.grant, now, now);
-      code.run(keys.code, keys.grant, REDIRECT_URI, CHALLENGE, now, now, now + 3_600_000);
-    }
-    db.exec('COMMIT');
-  }
+  return (index) => {
+    const keys = keysOf(index, sequential);
+    grant.run(keys.grant, now, now);
+    code.run(keys.code, keys.grant, REDIRECT_URI, CHALLENGE, now, now, now + 3_600_000);
+  };
 }
 
 /** A client, a person, a live sign-in session, and `count` codes of that session, each with its own grant. */
@@ -169,16 +181,8 @@ function seed(path: string, count: number, sequential: boolean): void {
       now,
       now + 3_600_000,
     );
-    const grant = db.prepare(`INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at)
-      VALUES (?, 'user', 'app', '["openid","profile"]', 'authorization_code', ?, ?)`);
-    const code =
-      db.prepare(`INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, code_challenge, auth_time, sid, created_at, expires_at, id_token_claims)
-      VALUES (?, 'app', 'user', ?, ?, '["openid","profile"]', ?, ?, 'sid', ?, ?, '[]')`);
-    for (let i = 0; i < count; i += 1) {
-      const keys = keysOf(i, sequential);
-      grant.run(keys.grant, now, now);
-      code.run(keys.code, keys.grant, REDIRECT_URI, CHALLENGE, now, now, now + 3_600_000);
-    }
+    const insert = codeInserter(db, sequential, now);
+    for (let i = 0; i < count; i += 1) insert(i);
     db.exec('COMMIT');
   } finally {
     db.close();

@@ -255,6 +255,26 @@ describe('npm run bench (smoke)', () => {
     assert.match(stdout, /run 1: 200 redemptions from 2 threads/);
     assert.match(stdout, /median: [\d.]+ µs a redemption on the writer thread/);
   });
+
+  it('measures it with another connection minting codes beside the load (--mint-batch), and says how many it minted', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--disable-warning=ExperimentalWarning',
+        join(ROOT, 'bench/writer-ceiling.ts'),
+        ...['--threads', '2', '--in-flight', '1', '--codes', '400', '--runs', '1', '--mint-batch', '20', '--mint-every', '5'],
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await within(new Promise<number | null>((resolve) => child.once('exit', resolve)), 'the writer ceiling to finish', 60_000);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /run 1: 400 redemptions from 2 threads/);
+    assert.match(stdout, /another connection minted [1-9]\d* codes meanwhile/);
+  });
 });
 
 describe("the bench's order of measurement", () => {

@@ -89,6 +89,16 @@ interface Rewrite {
 /** A string literal of a file's text. */
 const literal = (path: string): string => JSON.stringify(readFileSync(path, 'utf8'));
 
+/**
+ * A module that loads packages on first use through `const load = createRequire(import.meta.url)`
+ * and `load('…')`: the line goes, and each load `loads` matches (its package in the first
+ * group) becomes the bundle's own `require`, so that esbuild bundles the package.
+ */
+const loadedFromBundle = (file: string, loads: RegExp, why: string): Rewrite[] => [
+  { file, from: 'const load = createRequire(import.meta.url);', to: () => '', why: `${why}: required from the bundle itself` },
+  { file, from: loads, to: (match) => `require('${match[1]}')`, why },
+];
+
 const REWRITES: readonly Rewrite[] = [
   {
     file: 'src/http/passkeys.ts',
@@ -115,36 +125,18 @@ const REWRITES: readonly Rewrite[] = [
     to: () => 'require(`./locales/${locale}.ts`)',
     why: 'the catalogues other than English are loaded on first use',
   },
-  {
-    file: 'src/http/schema-compilers.ts',
-    from: 'const load = createRequire(import.meta.url);',
-    to: () => '',
-    why: "Fastify's compilers are required from the bundle itself",
-  },
-  {
-    file: 'src/http/schema-compilers.ts',
-    from: /\bload\('(@fastify\/[a-z-]+)'\)/g,
-    to: (match) => `require('${match[1]}')`,
-    why: "Fastify's compilers, loaded when the first schema compiles",
-  },
+  ...loadedFromBundle('src/http/schema-compilers.ts', /\bload\('(@fastify\/[a-z-]+)'\)/g, "Fastify's compilers, loaded when the first schema compiles"),
   {
     file: 'src/core/node-http.ts',
     from: 'const load = createRequire(import.meta.url);',
     to: () => 'const load = require;',
     why: "node:http and node:https, required as the script's own built-ins",
   },
-  {
-    file: 'src/core/outbound.ts',
-    from: 'const load = createRequire(import.meta.url);',
-    to: () => '',
-    why: "undici's parts are required from the bundle itself",
-  },
-  {
-    file: 'src/core/outbound.ts',
-    from: /\bload\('(undici\/lib\/[a-z/-]+\.js)'\)/g,
-    to: (match) => `require('${match[1]}')`,
-    why: "undici's Agent, connector and request, loaded on the first request to a URL a client registered",
-  },
+  ...loadedFromBundle(
+    'src/core/outbound.ts',
+    /\bload\('(undici\/lib\/[a-z/-]+\.js)'\)/g,
+    "undici's Agent, connector and request, loaded on the first request to a URL a client registered",
+  ),
   {
     file: 'src/flows/saml/xml.ts',
     from: "createRequire(import.meta.url)('@xmldom/xmldom')",

@@ -7,6 +7,9 @@
  * src/config/node-version.ts reads it, which checks it again for entry points run directly.
  */
 import { readFileSync } from 'node:fs';
+// A default import: a Node.js too old for Tessera has no enableCompileCache, and a named import
+// of it would fail before the version check below could say so.
+import module from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const engines = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node;
@@ -34,6 +37,5 @@ process.on('warning', (warning) => {
 // the code of each set of V8 flags apart, so the server's and the commands' do not displace
 // each other. Where it cannot be written (a read-only image), or NODE_COMPILE_CACHE already
 // names one, this changes nothing.
-const { enableCompileCache } = await import('node:module');
-enableCompileCache?.(fileURLToPath(new URL('../node_modules/.cache/tessera', import.meta.url)));
+module.enableCompileCache?.(fileURLToPath(new URL('../node_modules/.cache/tessera', import.meta.url)));
 void import('../src/cli/main.ts').then(({ cli }) => cli());

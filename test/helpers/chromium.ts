@@ -158,7 +158,8 @@ const reusable = new WeakMap<Browser, Map<string, Page>>();
  * a new context's page cost about 0.1 s of CPU (a renderer process, and Playwright setting the
  * page up), a cleared one about 15 ms. A test that needs two browsers at once, or one with an
  * authenticator or init scripts of its own, makes a context as before; one that closes this
- * page's context only makes the next ask open another.
+ * page's context only makes the next ask open another. Web storage is not cleared: Tessera's
+ * pages keep none.
  */
 export async function cleanPage(browser: Browser, options: Parameters<Browser['newContext']>[0] = {}): Promise<Page> {
   let pages = reusable.get(browser);

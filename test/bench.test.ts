@@ -24,6 +24,25 @@ interface BenchRow {
   readonly databaseCpuPercent?: number | null;
 }
 
+/** Runs the bench's `script` with `args`; what it printed, once it has exited 0 within `limitMs`. */
+async function runScript(script: string, args: readonly string[], what: string, limitMs: number): Promise<string> {
+  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, script), ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const code = await within(exited, `${what} to finish`, limitMs).catch((error: unknown) => {
+    child.kill('SIGKILL');
+    throw error;
+  });
+  assert.equal(code, 0, stderr);
+  return stdout;
+}
+
 /**
  * Runs `npm run bench` with `args` into a scratch directory, as a smoke run (`--quick`, no
  * warm-up, timed runs of `duration` seconds): what it printed and the rows of latest.json.
@@ -35,24 +54,7 @@ async function runBench(
 ): Promise<{ stdout: string; rows: BenchRow[] }> {
   const out = mkdtempSync(join(tmpdir(), 'tessera-bench-smoke-'));
   try {
-    const child = spawn(
-      process.execPath,
-      ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/run.ts'), '--quick', '--warmup', '0', '--duration', duration, ...args, '--out', out],
-      {
-        cwd: ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const code = await within(exited, 'npm run bench to finish', 90_000).catch((error: unknown) => {
-      child.kill('SIGKILL');
-      throw error;
-    });
-    assert.equal(code, 0, stderr);
+    const stdout = await runScript('bench/run.ts', ['--quick', '--warmup', '0', '--duration', duration, ...args, '--out', out], 'npm run bench', 90_000);
     look(out);
     return { stdout, rows: (JSON.parse(readFileSync(join(out, 'latest.json'), 'utf8')) as { rows: BenchRow[] }).rows };
   } finally {
@@ -240,38 +242,24 @@ describe('npm run bench (smoke)', () => {
   });
 
   it("measures the writer's ceiling (bench/writer-ceiling.ts): every code redeemed once through the one writer, and its CPU a redemption printed", async () => {
-    const child = spawn(
-      process.execPath,
-      ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/writer-ceiling.ts'), '--threads', '2', '--in-flight', '5', '--codes', '200', '--runs', '1'],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await within(new Promise<number | null>((resolve) => child.once('exit', resolve)), 'the writer ceiling to finish', 60_000);
     // A code not redeemed (a redemption that answered false) ends the script with an error.
-    assert.equal(code, 0, stderr);
+    const stdout = await runScript(
+      'bench/writer-ceiling.ts',
+      ['--threads', '2', '--in-flight', '5', '--codes', '200', '--runs', '1'],
+      'the writer ceiling',
+      60_000,
+    );
     assert.match(stdout, /run 1: 200 redemptions from 2 threads/);
     assert.match(stdout, /median: [\d.]+ µs a redemption on the writer thread/);
   });
 
   it('measures it with another connection minting codes beside the load (--mint-batch), and says how many it minted', async () => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--disable-warning=ExperimentalWarning',
-        join(ROOT, 'bench/writer-ceiling.ts'),
-        ...['--threads', '2', '--in-flight', '1', '--codes', '400', '--runs', '1', '--mint-batch', '20', '--mint-every', '5'],
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    const stdout = await runScript(
+      'bench/writer-ceiling.ts',
+      ['--threads', '2', '--in-flight', '1', '--codes', '400', '--runs', '1', '--mint-batch', '20', '--mint-every', '5'],
+      'the writer ceiling',
+      60_000,
     );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await within(new Promise<number | null>((resolve) => child.once('exit', resolve)), 'the writer ceiling to finish', 60_000);
-    assert.equal(code, 0, stderr);
     assert.match(stdout, /run 1: 400 redemptions from 2 threads/);
     assert.match(stdout, /another connection minted [1-9]\d* codes meanwhile/);
   });

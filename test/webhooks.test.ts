@@ -170,7 +170,13 @@ describe('webhooks: events out, signed, from the outbox', () => {
 describe('webhooks: dead letters', () => {
   let server: TestServer;
   let receiver: WebhookReceiver;
-  const command = (args: string[]) => tessera(args, { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url });
+  const env = () => ({ TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url });
+  const command = (args: string[]) => tessera(args, env());
+  /**
+   * A command in this process: for one refused before anything but the schema is read (a read
+   * beside the server's open batch, which does not wait on it), which needs no process of its own.
+   */
+  const commandInProcess = (args: string[]) => runTessera(args, env());
 
   before(async () => {
     server = await startTestServer({ env: { TESSERA_WEBHOOK_RETRY_DELAY_MS: '100', TESSERA_WEBHOOK_RETRY_WINDOW: '1' } });
@@ -225,16 +231,13 @@ describe('webhooks: dead letters', () => {
   });
 
   it('refuses a webhook that is not an http(s) URL or hears no known event, naming the option', async () => {
-    // In process: each is refused before anything but the schema is read (a read beside the
-    // server's open batch, which does not wait on it), so no process of its own is needed.
-    const command = (args: string[]) => runTessera(args, { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url });
-    const ftp = await command(['webhook', 'add', '--url', 'ftp://example.com/x', '--event', 'user.created']);
+    const ftp = await commandInProcess(['webhook', 'add', '--url', 'ftp://example.com/x', '--event', 'user.created']);
     assert.equal(ftp.code, 2);
     assert.match(ftp.stderr, /--url ftp:\/\/example.com\/x: an http or https URL/);
-    const typo = await command(['webhook', 'add', '--url', 'https://example.com/x', '--event', 'user.removed']);
+    const typo = await commandInProcess(['webhook', 'add', '--url', 'https://example.com/x', '--event', 'user.removed']);
     assert.equal(typo.code, 2);
     assert.match(typo.stderr, /--event user.removed: not an event type a webhook hears/);
-    const none = await command(['webhook', 'add', '--url', 'https://example.com/x']);
+    const none = await commandInProcess(['webhook', 'add', '--url', 'https://example.com/x']);
     assert.equal(none.code, 2);
     assert.match(none.stderr, /--event: name at least one event type/);
   });

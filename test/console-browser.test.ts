@@ -900,29 +900,24 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     return page;
   }
 
+  /** Signs `page` in to the console as the admin with a passkey; the first such session is the one signedInAdmin reuses. */
   async function signInAdmin(page: Page): Promise<void> {
-    await signInAdminWithPasskey(page);
-    adminSession ??= await page.context().cookies();
-  }
-
-  async function signInAdminWithPasskey(page: Page): Promise<void> {
     if (adminPasskey !== null) {
       const { cdp, authenticatorId } = authenticators.get(page)!;
       copies += 1;
       await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: { ...adminPasskey, signCount: copies * 1_000_000 } });
       await page.goto(`${server.url}/console`);
-      await signInWithPasskey(page);
-      await dashboard(page);
-      return;
+    } else {
+      await page.goto(`${server.url}/account`);
+      await signInWithPassword(page, admin);
+      await page.getByLabel('Passkey name').fill('Another laptop');
+      await page.getByRole('button', { name: 'Add a passkey' }).click();
+      await page.getByText('Passkey added. You can now sign in with it.').waitFor();
+      // The account page of a person with a role leads to the console.
+      await page.getByRole('link', { name: 'Console', exact: true }).click();
     }
-    await page.goto(`${server.url}/account`);
-    await signInWithPassword(page, admin);
-    await page.getByLabel('Passkey name').fill('Another laptop');
-    await page.getByRole('button', { name: 'Add a passkey' }).click();
-    await page.getByText('Passkey added. You can now sign in with it.').waitFor();
-    // The account page of a person with a role leads to the console.
-    await page.getByRole('link', { name: 'Console', exact: true }).click();
     await signInWithPasskey(page);
     await dashboard(page);
+    adminSession ??= await page.context().cookies();
   }
 });

@@ -15,10 +15,10 @@ import { verifyPassword } from '../src/core/password.ts';
 import { inviteUser } from '../src/flows/manage/invitations.ts';
 import { axeViolations } from './helpers/accessibility.ts';
 import {
-  catchRedirect,
   chromiumUnavailable,
   cleanPage,
   launchChromium,
+  pageCatchingRedirect,
   reach,
   signInToAccountWithPasskey,
   withVirtualAuthenticator,
@@ -69,11 +69,8 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
   /** An authorization request of the app's (openid-client's, with PKCE, state and nonce), redeemed by `redeemAttempt`. */
   const authorize = (extra: Record<string, string> = {}) => authorizationAttempt(config, { scope: 'openid email organization', ...extra });
 
-  /** The file's clean page (cleanPage), whose redirects to the app are caught. */
-  async function appPage(): Promise<{ page: Page; callback: Promise<URL> }> {
-    const page = await cleanPage(browser);
-    return { page, callback: catchRedirect(page) };
-  }
+  /** The file's clean page, whose redirects to the app are caught. */
+  const appPage = () => pageCatchingRedirect(browser);
 
   it('takes an invitation into an organization to a first token naming the organization chosen on the consent page', async () => {
     const made = await tessera(['user', 'invite', '--email', 'hedy@globex.example', '--org', 'Globex', '--role', 'owner', '--client', app.clientId, '--json']);

@@ -14,7 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
 import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { catchRedirect, chromiumUnavailable, cleanPage, launchChromium, reach } from './helpers/chromium.ts';
+import { chromiumUnavailable, cleanPage, launchChromium, pageCatchingRedirect, reach } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { addUpstreamTessera, authorizationAttempt, redeemAttempt } from './helpers/fixtures.ts';
 import { closeAll, closeServer, listenOnFreePort, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
@@ -70,18 +70,11 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   /** A page as a new browser's, reused (cleanPage): the file opened 17 contexts, one a test. */
   const freshPage = () => cleanPage(browser);
 
-  /** A page that captures the redirect back to the app instead of loading it. */
-  async function appPage(): Promise<{ page: Page; callback: Promise<URL> }> {
-    const page = await freshPage();
-    const callback = catchRedirect(page);
-    return { page, callback };
-  }
-
   const authorize = (extra: Record<string, string> = {}) => authorizationAttempt(config, extra);
 
   /** An app's authorization request in a new page, taken to the upstream by its link on Acme's sign-in page. */
   async function continueUpstream(extra: Record<string, string> = {}) {
-    const { page, callback } = await appPage();
+    const { page, callback } = await pageCatchingRedirect(browser);
     const attempt = await authorize(extra);
     await page.goto(attempt.url.href);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();

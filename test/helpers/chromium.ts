@@ -179,11 +179,17 @@ export async function cleanPage(browser: Browser, options: Parameters<Browser['n
   return page;
 }
 
-/** A clean phone-sized page of `browser` (cleanPage), whose redirects to the app are caught (`catchRedirect`) instead of loaded. */
-export async function phonePageCatchingRedirect(browser: Browser): Promise<{ page: Page; callback: Promise<URL> }> {
-  const page = await cleanPage(browser, PHONE);
+/** A clean page of `browser` (cleanPage, with `options`), whose redirects to the app are caught (`catchRedirect`) instead of loaded. */
+export async function pageCatchingRedirect(
+  browser: Browser,
+  options: Parameters<Browser['newContext']>[0] = {},
+): Promise<{ page: Page; callback: Promise<URL> }> {
+  const page = await cleanPage(browser, options);
   return { page, callback: catchRedirect(page) };
 }
+
+/** pageCatchingRedirect at a phone's size (PHONE). */
+export const phonePageCatchingRedirect = (browser: Browser) => pageCatchingRedirect(browser, PHONE);
 
 /**
  * Where the server sent the browser back to the app: the URL of the first navigation `page`

@@ -32,6 +32,7 @@ import { openSqliteWriter } from '../src/store/sqlite/store.ts';
 import { WriterLink } from '../src/store/sqlite/link.ts';
 
 const REDIRECT_URI = 'https://app.example/callback';
+const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
 
 /**
  * The keys of code `index` and its grant. Random, by default, as a server's are (a code is
@@ -49,7 +50,6 @@ function keysOf(index: number, sequential: boolean): { code: string; grant: stri
     grant: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`,
   };
 }
-const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
 
 interface Task {
   readonly port: MessagePort;

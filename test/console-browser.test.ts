@@ -585,12 +585,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     // On a phone: the support pages are checked at its width, and at a desktop's below.
     const { context, page } = await withAuthenticator(PHONE);
     t.after(() => context.close());
-    await page.goto(`${server.url}/account`);
-    await signInWithPassword(page, support);
-    await page.getByLabel('Passkey name').fill('Support phone');
-    await page.getByRole('button', { name: 'Add a passkey' }).click();
-    await page.getByText('Passkey added. You can now sign in with it.').waitFor();
-    await page.getByRole('link', { name: 'Console', exact: true }).click();
+    await addPasskeyThenConsole(page, support, 'Support phone');
     await signInWithPasskey(page);
     await dashboard(page);
     assert.match(await page.getByText('Signed in as').innerText(), /Sue Support \(support\)/);
@@ -907,17 +902,23 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       copies += 1;
       await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: { ...adminPasskey, signCount: copies * 1_000_000 } });
       await page.goto(`${server.url}/console`);
-    } else {
-      await page.goto(`${server.url}/account`);
-      await signInWithPassword(page, admin);
-      await page.getByLabel('Passkey name').fill('Another laptop');
-      await page.getByRole('button', { name: 'Add a passkey' }).click();
-      await page.getByText('Passkey added. You can now sign in with it.').waitFor();
-      // The account page of a person with a role leads to the console.
-      await page.getByRole('link', { name: 'Console', exact: true }).click();
-    }
+    } else await addPasskeyThenConsole(page, admin, 'Another laptop');
     await signInWithPasskey(page);
     await dashboard(page);
     adminSession ??= await page.context().cookies();
+  }
+
+  /**
+   * Signs `person` in on /account with their password, adds a passkey named `name` in the
+   * page's authenticator, and follows the account page's link to the console (a person with a
+   * role has one), which asks for a passkey sign-in.
+   */
+  async function addPasskeyThenConsole(page: Page, person: TestUser, name: string): Promise<void> {
+    await page.goto(`${server.url}/account`);
+    await signInWithPassword(page, person);
+    await page.getByLabel('Passkey name').fill(name);
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await page.getByText('Passkey added. You can now sign in with it.').waitFor();
+    await page.getByRole('link', { name: 'Console', exact: true }).click();
   }
 });
